@@ -1,0 +1,60 @@
+// Names of the IR's enums, for traces, reports and logs.
+#include "capture/node.hpp"
+
+namespace sol::capture {
+
+const char* api_name(Api api) noexcept {
+  switch (api) {
+    case Api::blas: return "blas";
+    case Api::cblas: return "cblas";
+    case Api::dnnl: return "dnnl";
+  }
+  return "?";
+}
+
+const char* dtype_name(DType d) noexcept {
+  switch (d) {
+    case DType::none: return "none";
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+    case DType::c64: return "c64";
+    case DType::c128: return "c128";
+    case DType::bf16: return "bf16";
+    case DType::f16: return "f16";
+    case DType::s8: return "s8";
+    case DType::u8: return "u8";
+    case DType::s32: return "s32";
+  }
+  return "?";
+}
+
+namespace {
+constexpr const char* kOpNames[] = {
+#define SOL_OP(name, family) #name,
+#include "capture/ops.def"
+#undef SOL_OP
+};
+constexpr const char* kOpFamilies[] = {
+#define SOL_OP(name, family) #family,
+#include "capture/ops.def"
+#undef SOL_OP
+};
+constexpr const char* kSymbolNames[] = {
+#define SOL_SYMBOL(id, api, op, dtype) #id,
+#include "symbols.inc"
+#undef SOL_SYMBOL
+};
+static_assert(sizeof kSymbolNames / sizeof kSymbolNames[0] == kNumSymbols);
+}  // namespace
+
+const char* op_name(Op op) noexcept {
+  return kOpNames[static_cast<size_t>(op)];
+}
+const char* op_family(Op op) noexcept {
+  return kOpFamilies[static_cast<size_t>(op)];
+}
+const char* symbol_name(Sym s) noexcept {
+  return kSymbolNames[static_cast<size_t>(s)];
+}
+
+}  // namespace sol::capture

@@ -1,0 +1,158 @@
+// SOL's operation IR: one Node per intercepted call.
+//
+// A Node is built on the stack of the wrapper's slow path (no allocation) from the call's
+// arguments. BLAS arguments are kept in the routine's own terms (BlasArgs, the spec's argument
+// names); the layout field says whether they are column-major (Fortran BLAS, CBLAS ColMajor) or
+// row-major (CBLAS RowMajor, dnnl_sgemm). Operands are pointers into the caller's memory.
+#pragma once
+
+#include <complex>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "capture/symbols.hpp"
+
+namespace sol {
+using cfloat = std::complex<float>;
+using cdouble = std::complex<double>;
+}  // namespace sol
+
+namespace sol::capture {
+
+enum class DType : uint8_t { none, f32, f64, c64, c128, bf16, f16, s8, u8, s32 };
+const char* dtype_name(DType dtype) noexcept;
+
+enum class Op : uint8_t {
+#define SOL_OP(name, family) name,
+#include "capture/ops.def"
+#undef SOL_OP
+};
+const char* op_name(Op op) noexcept;
+const char* op_family(Op op) noexcept;
+
+// A scalar argument (alpha, beta, the c and s of a rotation), widened to complex double.
+// Widening is exact for every BLAS scalar type, so a backend narrows it back without loss.
+struct Scalar {
+  double re;
+  double im;
+  bool present;  // false when the caller passed a null pointer for it
+
+  Scalar() = default;
+  constexpr explicit Scalar(double r, double i = 0) noexcept : re(r), im(i), present(true) {}
+  template <class T>
+  constexpr explicit Scalar(std::complex<T> c) noexcept : re(c.real()), im(c.imag()), present(true) {}
+
+  // Reads a scalar passed by reference. BLAS may never read it (quick returns), so a null
+  // pointer is recorded as absent rather than dereferenced.
+  template <class T>
+  static Scalar load(const T* p) noexcept {
+    if (!p) return Scalar{};
+    return Scalar(*p);
+  }
+};
+
+// The arguments of a BLAS routine, named as in interpose/spec/blas.toml. Only the fields the
+// routine has are meaningful; the rest are zero.
+struct BlasArgs {
+  char layout;                            // 'C' column-major, 'R' row-major, 0 an invalid CBLAS_LAYOUT
+  char transa, transb, uplo, side, diag;  // as passed (Fortran) or mapped from the CBLAS enums
+  int64_t m, n, k, kl, ku;
+  int64_t lda, ldb, ldc, incx, incy;
+  Scalar alpha, beta;
+  Scalar cs, sn;  // rot
+  Scalar ry1;     // rotmg
+  void *a, *b, *c, *x, *y;
+  void* param;              // rotm (read), rotmg (written)
+  void *ra, *rb, *rc, *rs;  // rotg: a, b, c, s
+  void *rd1, *rd2, *rx1;    // rotmg: d1, d2, x1
+};
+
+// dnnl_primitive_execute
+struct DnnlExec {
+  const void* primitive;
+  void* stream;
+  int nargs;
+  const void* args;  // const dnnl_exec_arg_t*
+};
+
+// The value a function returns (sdot_, cdotc_, isamax_, dnnl_* status...), whoever computed it.
+struct Ret {
+  alignas(16) unsigned char bytes[16];
+
+  template <class T>
+  void set(T v) noexcept {
+    static_assert(sizeof(T) <= sizeof bytes && std::is_trivially_copyable_v<T>);
+    std::memcpy(bytes, &v, sizeof v);
+  }
+  template <class T>
+  T get() const noexcept {
+    T v;
+    std::memcpy(&v, bytes, sizeof v);
+    return v;
+  }
+};
+
+struct Node {
+  Sym sym;
+  Api api;
+  Op op;
+  DType dtype;
+  Ret ret;
+  void* result;  // where a Fortran shim (sdotsub_) or CBLAS _sub routine stores its result
+  union {
+    BlasArgs blas;
+    DnnlExec dnnl;
+  };
+
+  Node(Sym s, Op o, DType d) noexcept : sym(s), api(symbol_api(s)), op(o), dtype(d), ret{}, result(nullptr) {
+    std::memset(static_cast<void*>(&blas), 0, sizeof blas);
+  }
+};
+
+// CBLAS enums in the Fortran vocabulary, one function per enum type so that a value of another
+// enum (CblasNonUnit passed as a transpose, say) is as invalid as the reference finds it.
+// An invalid value maps to 0, which every argument check rejects.
+template <class E>
+inline char cblas_trans(E e) noexcept {
+  switch (static_cast<int>(e)) {
+    case 111: return 'N';  // CblasNoTrans
+    case 112: return 'T';  // CblasTrans
+    case 113: return 'C';  // CblasConjTrans
+    default: return 0;
+  }
+}
+template <class E>
+inline char cblas_uplo(E e) noexcept {
+  switch (static_cast<int>(e)) {
+    case 121: return 'U';  // CblasUpper
+    case 122: return 'L';  // CblasLower
+    default: return 0;
+  }
+}
+template <class E>
+inline char cblas_diag(E e) noexcept {
+  switch (static_cast<int>(e)) {
+    case 131: return 'N';  // CblasNonUnit
+    case 132: return 'U';  // CblasUnit
+    default: return 0;
+  }
+}
+template <class E>
+inline char cblas_side(E e) noexcept {
+  switch (static_cast<int>(e)) {
+    case 141: return 'L';  // CblasLeft
+    case 142: return 'R';  // CblasRight
+    default: return 0;
+  }
+}
+template <class E>
+inline char cblas_layout(E e) noexcept {
+  switch (static_cast<int>(e)) {
+    case 101: return 'R';  // CblasRowMajor
+    case 102: return 'C';  // CblasColMajor
+    default: return 0;
+  }
+}
+
+}  // namespace sol::capture

@@ -1,0 +1,315 @@
+#include "config/config.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "config/toml_file.hpp"
+
+extern char** environ;
+
+namespace sol::config {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string> backend_names() {
+  return {std::begin(kBackendNames), std::end(kBackendNames)};
+}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string n = nearest(word, candidates);
+  return n.empty() ? std::string() : " (did you mean '" + n + "'?)";
+}
+
+// ---- parsing one value from text, per kind. Each returns "" or the problem.
+
+std::string parse(std::string_view text, bool& out, const KeyInfo&) {
+  const std::string t = lower(trim(text));
+  if (t == "1" || t == "true" || t == "yes" || t == "on") {
+    out = true;
+  } else if (t == "0" || t == "false" || t == "no" || t == "off") {
+    out = false;
+  } else {
+    return "is not a boolean (use 0 or 1)";
+  }
+  return {};
+}
+
+std::string parse(std::string_view text, int64_t& out, const KeyInfo& k) {
+  const std::string t(trim(text));
+  if (t.empty()) return "is empty, expected a number";
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(t.c_str(), &end, 10);
+  if (*end != '\0') return "is not a number";
+  if (errno == ERANGE || v < k.min || v > k.max)
+    return "is out of range " + std::to_string(k.min) + ".." + std::to_string(k.max);
+  out = v;
+  return {};
+}
+
+std::string parse_string(std::string_view text, std::string& out, const KeyInfo& k) {
+  if (k.kind == Kind::path) {
+    std::string_view t = trim(text);
+    if (t.empty()) return "is empty, expected a path";
+    if (t == "~" || t.substr(0, 2) == "~/") {
+      const char* home = std::getenv("HOME");
+      if (!home || !*home) return "starts with ~ but HOME is not set";
+      out = std::string(home) + std::string(t.substr(1));
+      return {};
+    }
+    out = std::string(t);
+    return {};
+  }
+  out = std::string(text);
+  return {};
+}
+
+std::string parse(std::string_view text, std::string& out, const KeyInfo& k) {
+  return parse_string(text, out, k);
+}
+
+std::string parse(std::string_view text, log::Level& out, const KeyInfo&) {
+  static const std::vector<std::string> names = {"error", "warn", "info", "debug"};
+  const std::string t = lower(trim(text));
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (t == names[i]) {
+      out = static_cast<log::Level>(i);
+      return {};
+    }
+  }
+  return "is not a log level (error, warn, info, debug)" + did_you_mean(t, names);
+}
+
+std::string parse(std::string_view text, std::vector<std::string>& out, const KeyInfo&) {
+  const auto known = backend_names();
+  std::vector<std::string> list;
+  std::string_view rest = text;
+  while (true) {
+    const size_t comma = rest.find(',');
+    const std::string name = lower(trim(rest.substr(0, comma)));
+    if (name.empty()) return "has an empty backend name";
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      return "names an unknown backend '" + name + "'" + did_you_mean(name, known) +
+             "; known: auto, native, reference, openblas, onednn, opencl";
+    }
+    if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  out = std::move(list);
+  return {};
+}
+
+// "abc" for a string value, 32 for an integer: how the value reads in TOML.
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string format(bool v) {
+  return v ? "true" : "false";
+}
+std::string format(int64_t v) {
+  return std::to_string(v);
+}
+std::string format(const std::string& v) {
+  return quote(v);
+}
+std::string format(log::Level v) {
+  static const char* names[] = {"error", "warn", "info", "debug"};
+  return quote(names[static_cast<int>(v)]);
+}
+std::string format(const std::vector<std::string>& v) {
+  std::string joined;
+  for (const auto& s : v) joined += (joined.empty() ? "" : ",") + s;
+  return quote(joined);
+}
+
+void set_defaults(Config& cfg) {
+#define SOL_KEY(field, toml, env, kind, def, min, max, help)                       \
+  {                                                                                \
+    std::string problem = parse(def, cfg.field, info(Key::field));                 \
+    (void)problem; /* defaults are valid: tested by config_test's Defaults test */ \
+  }
+#include "config/keys.def"
+#undef SOL_KEY
+}
+
+// Where the configuration file is, and whether it was named explicitly (then it must exist).
+struct FileChoice {
+  std::string path;
+  bool explicit_;
+};
+
+FileChoice choose_file(const Config& cfg, const Environment& env) {
+  if (!cfg.config.empty()) return {cfg.config, true};
+  auto exists = [](const std::string& p) { return ::access(p.c_str(), F_OK) == 0; };
+  if (exists("sol.toml")) return {"sol.toml", false};
+  const char* xdg = env.get("XDG_CONFIG_HOME");
+  if (xdg && *xdg) {
+    std::string p = std::string(xdg) + "/sol/sol.toml";
+    if (exists(p)) return {p, false};
+  }
+  const char* home = env.get("HOME");
+  if (home && *home) {
+    std::string p = std::string(home) + "/.config/sol/sol.toml";
+    if (exists(p)) return {p, false};
+  }
+  return {"", false};
+}
+
+}  // namespace
+
+const char* kind_name(Kind kind) noexcept {
+  switch (kind) {
+    case Kind::boolean: return "boolean";
+    case Kind::integer: return "integer";
+    case Kind::string: return "string";
+    case Kind::path: return "path";
+    case Kind::log_level: return "log level";
+    case Kind::backend_list: return "backend list";
+  }
+  return "?";
+}
+
+std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
+  // Levenshtein distance, accepted when small relative to the word: one typo in a short name,
+  // a few in a long one.
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diag = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    const size_t d = distance(lower(word), lower(c));
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+std::string set_from_text(Config& cfg, Key key, std::string_view text) {
+  switch (key) {
+#define SOL_KEY(field, toml, env, kind, def, min, max, help) \
+  case Key::field:                                           \
+    return parse(text, cfg.field, info(Key::field));
+#include "config/keys.def"
+#undef SOL_KEY
+  }
+  return "unknown key";
+}
+
+std::string format_value(const Config& cfg, Key key) {
+  switch (key) {
+#define SOL_KEY(field, toml, env, kind, def, min, max, help) \
+  case Key::field:                                           \
+    return format(cfg.field);
+#include "config/keys.def"
+#undef SOL_KEY
+  }
+  return {};
+}
+
+Environment Environment::process() {
+  Environment e;
+  e.get = [](const char* name) -> const char* { return std::getenv(name); };
+  for (char** p = environ; p && *p; ++p) {
+    if (std::strncmp(*p, "SOL_", 4) != 0) continue;
+    const char* eq = std::strchr(*p, '=');
+    e.sol_names.emplace_back(*p, eq ? static_cast<size_t>(eq - *p) : std::strlen(*p));
+  }
+  return e;
+}
+
+Config load(const Environment& env) {
+  Config cfg;
+  set_defaults(cfg);
+
+  // SOL_DISABLE=1 makes libsol inert: nothing else is read, nothing is reported.
+  if (const char* d = env.get("SOL_DISABLE")) {
+    bool off = false;
+    if (parse(d, off, info(Key::disable)).empty() && off) {
+      cfg.disable = true;
+      cfg.source[static_cast<size_t>(Key::disable)] = {Source::env, "SOL_DISABLE"};
+      return cfg;
+    }
+  }
+
+  // Environment values are applied after the file, but SOL_CONFIG decides which file is read.
+  auto apply_env = [&](Key key) {
+    const KeyInfo& k = info(key);
+    if (!*k.env) return;
+    const char* v = env.get(k.env);
+    if (!v) return;
+    Config trial = cfg;
+    std::string problem = set_from_text(trial, key, v);
+    if (!problem.empty()) {
+      cfg.problems.push_back(std::string(k.env) + "='" + v + "' " + problem + "; using " +
+                             format_value(cfg, key) + " instead");
+      return;
+    }
+    cfg = std::move(trial);
+    cfg.source[static_cast<size_t>(key)] = {Source::env, k.env};
+  };
+  apply_env(Key::config);
+
+  const FileChoice file = choose_file(cfg, env);
+  if (!file.path.empty()) {
+    std::string text, error;
+    if (read_file(file.path, text, error)) {
+      cfg.file = file.path;
+      load_toml(cfg, file.path, text);
+    } else if (file.explicit_ || error.find("No such file") == std::string::npos) {
+      cfg.problems.push_back("cannot read config file " + file.path + ": " + error + "; using defaults");
+    }
+  }
+
+  for (size_t i = 0; i < kNumKeys; ++i) apply_env(static_cast<Key>(i));
+
+  // A misspelt variable would otherwise be silently ignored.
+  std::vector<std::string> env_names;
+  for (const auto& k : kKeys)
+    if (*k.env) env_names.emplace_back(k.env);
+  for (const auto& name : env.sol_names) {
+    if (std::find(env_names.begin(), env_names.end(), name) != env_names.end()) continue;
+    cfg.problems.push_back("unknown environment variable " + name + did_you_mean(name, env_names) +
+                           "; ignored");
+  }
+  return cfg;
+}
+
+}  // namespace sol::config

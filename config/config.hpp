@@ -1,0 +1,120 @@
+// SOL's configuration: defaults, then the TOML file, then the environment.
+//
+// Loading never fails: a bad value is reported (one line naming the key or file and the problem)
+// and that key keeps its default. SOL_STRICT=1 turns reported problems into an exit.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/log.hpp"
+
+namespace sol::config {
+
+enum class Kind : uint8_t { boolean, integer, string, path, log_level, backend_list };
+
+struct KeyInfo {
+  const char* field;
+  const char* toml;  // "" when environment-only
+  const char* env;   // "" when file-only
+  Kind kind;
+  const char* def;
+  int64_t min, max;
+  const char* help;
+};
+
+enum class Key : uint8_t {
+#define SOL_KEY(field, toml, env, kind, def, min, max, help) field,
+#include "config/keys.def"
+#undef SOL_KEY
+};
+
+inline constexpr KeyInfo kKeys[] = {
+#define SOL_KEY(field, toml, env, kind, def, min, max, help) \
+  {#field, toml, env, Kind::kind, def, min, max, help},
+#include "config/keys.def"
+#undef SOL_KEY
+};
+inline constexpr size_t kNumKeys = sizeof kKeys / sizeof kKeys[0];
+inline const KeyInfo& info(Key k) {
+  return kKeys[static_cast<size_t>(k)];
+}
+
+const char* kind_name(Kind kind) noexcept;
+
+// The backend names a backend_list may hold, in documentation order.
+inline constexpr const char* kBackendNames[] = {"auto",     "native", "reference",
+                                                "openblas", "onednn", "opencl"};
+
+template <Kind K>
+struct CType;
+template <>
+struct CType<Kind::boolean> {
+  using type = bool;
+};
+template <>
+struct CType<Kind::integer> {
+  using type = int64_t;
+};
+template <>
+struct CType<Kind::string> {
+  using type = std::string;
+};
+template <>
+struct CType<Kind::path> {
+  using type = std::string;
+};
+template <>
+struct CType<Kind::log_level> {
+  using type = log::Level;
+};
+template <>
+struct CType<Kind::backend_list> {
+  using type = std::vector<std::string>;
+};
+
+// Where a value came from.
+struct Source {
+  enum Kind : uint8_t { by_default, file, env } kind = by_default;
+  std::string where;  // "path:line:column" for the file, the variable's name for env
+};
+
+struct Config {
+#define SOL_KEY(field, toml, env, kind, def, min, max, help) CType<Kind::kind>::type field{};
+#include "config/keys.def"
+#undef SOL_KEY
+
+  std::array<Source, kNumKeys> source;
+  std::string file;                   // the TOML file that was read; empty when none
+  std::vector<std::string> problems;  // one message per problem, without the "sol: " prefix
+};
+
+// What the loader reads from the process: environment lookup, the names of all SOL_* variables
+// present, and the current directory / home for the file search. Tests substitute their own.
+struct Environment {
+  std::function<const char*(const char*)> get;
+  std::vector<std::string> sol_names;
+
+  static Environment process();
+};
+
+Config load(const Environment& env);
+inline Config load() {
+  return load(Environment::process());
+}
+
+// Sets one key from text (as the environment would give it). Returns an empty string on
+// success, else the problem. Exposed for `sol run`, which validates its options with it.
+std::string set_from_text(Config& cfg, Key key, std::string_view text);
+
+// The value of a key as TOML text: "auto", 32, true, "./sol-trace".
+std::string format_value(const Config& cfg, Key key);
+
+// The closest of `candidates` to `word` when it is close enough to be a likely typo, else "".
+std::string nearest(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace sol::config

@@ -1,0 +1,176 @@
+#include "config/toml_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+// No exceptions: a parse error comes back as a value and becomes one "sol: " line.
+#define TOML_EXCEPTIONS 0
+#include <toml++/toml.h>
+
+namespace sol::config {
+namespace {
+
+std::string where(const std::string& path, const toml::source_region& src) {
+  return path + ":" + std::to_string(src.begin.line) + ":" + std::to_string(src.begin.column);
+}
+
+const char* toml_type(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    default: return "a date or time";
+  }
+}
+
+class Loader {
+ public:
+  Loader(Config& cfg, const std::string& path) : cfg_(cfg), path_(path) {
+    for (const auto& k : kKeys)
+      if (*k.toml) known_.emplace_back(k.toml);
+  }
+
+  void walk(const toml::table& table, const std::string& prefix) {
+    for (const auto& [name, node] : table) {
+      const std::string key =
+          prefix.empty() ? std::string(name.str()) : prefix + "." + std::string(name.str());
+      if (const Key* k = find(key)) {
+        apply(*k, key, node);
+      } else if (node.is_table() && is_prefix(key)) {
+        walk(*node.as_table(), key);
+      } else {
+        problem(node, "unknown key '" + key + "'" + suggestion(key) + "; ignored");
+      }
+    }
+  }
+
+ private:
+  const Key* find(const std::string& key) {
+    for (size_t i = 0; i < kNumKeys; ++i) {
+      if (key == kKeys[i].toml) {
+        found_ = static_cast<Key>(i);
+        return &found_;
+      }
+    }
+    return nullptr;
+  }
+
+  bool is_prefix(const std::string& key) const {
+    for (const auto& k : known_)
+      if (k.size() > key.size() && k.compare(0, key.size(), key) == 0 && k[key.size()] == '.') return true;
+    return false;
+  }
+
+  std::string suggestion(const std::string& key) const {
+    std::string n = nearest(key, known_);
+    return n.empty() ? std::string() : " (did you mean '" + n + "'?)";
+  }
+
+  void problem(const toml::node& node, const std::string& what) {
+    cfg_.problems.push_back(where(path_, node.source()) + ": " + what);
+  }
+
+  // The node's value as the text the environment would give, or "" with `type_error` set.
+  std::string text_of(Kind kind, const toml::node& node, std::string& type_error) {
+    switch (kind) {
+      case Kind::boolean:
+        if (auto v = node.value_exact<bool>()) return *v ? "1" : "0";
+        type_error = "must be true or false";
+        return {};
+      case Kind::integer:
+        if (auto v = node.value_exact<int64_t>()) return std::to_string(*v);
+        type_error = "must be an integer";
+        return {};
+      case Kind::backend_list:
+        if (const auto* arr = node.as_array()) {
+          std::string joined;
+          for (const auto& el : *arr) {
+            auto s = el.value_exact<std::string>();
+            if (!s) {
+              type_error = "must be a string or an array of strings";
+              return {};
+            }
+            joined += (joined.empty() ? "" : ",") + *s;
+          }
+          return joined;
+        }
+        [[fallthrough]];
+      default:
+        if (auto v = node.value_exact<std::string>()) return *v;
+        type_error = "must be a string";
+        return {};
+    }
+  }
+
+  void apply(Key key, const std::string& name, const toml::node& node) {
+    const KeyInfo& k = info(key);
+    std::string type_error;
+    const std::string text = text_of(k.kind, node, type_error);
+    if (!type_error.empty()) {
+      std::string hint;
+      // The contract's [backend.NAME] tables cannot coexist with the backend key in TOML.
+      if (key == Key::backend && node.is_table())
+        hint = " (per-backend settings go in [backends.NAME] tables)";
+      problem(node, name + " " + type_error + ", not " + toml_type(node) + hint + "; using the default " +
+                        format_value(cfg_, key));
+      return;
+    }
+    Config trial = cfg_;
+    std::string p = set_from_text(trial, key, text);
+    if (!p.empty()) {
+      problem(node, name + " = " + text + " " + p + "; using the default " + format_value(cfg_, key));
+      return;
+    }
+    trial.problems = std::move(cfg_.problems);
+    cfg_ = std::move(trial);
+    cfg_.source[static_cast<size_t>(key)] = {Source::file, where(path_, node.source())};
+  }
+
+  Config& cfg_;
+  const std::string& path_;
+  std::vector<std::string> known_;
+  Key found_{};
+};
+
+}  // namespace
+
+bool read_file(const std::string& path, std::string& text, std::string& error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = std::strerror(errno);
+    return false;
+  }
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      error = std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return true;
+}
+
+void load_toml(Config& cfg, const std::string& path, const std::string& text) {
+  toml::parse_result result = toml::parse(text, path);
+  if (!result) {
+    const toml::parse_error& e = result.error();
+    cfg.problems.push_back(where(path, e.source()) + ": malformed TOML: " + std::string(e.description()) +
+                           "; ignoring the file");
+    return;
+  }
+  Loader(cfg, path).walk(result.table(), "");
+}
+
+}  // namespace sol::config

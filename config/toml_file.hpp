@@ -1,0 +1,17 @@
+// The TOML half of the loader, kept apart because TOML++ is a heavy header: one translation unit
+// compiles it.
+#pragma once
+
+#include <string>
+
+#include "config/config.hpp"
+
+namespace sol::config {
+
+// Reads a whole file. On failure returns false and sets `error` to strerror's text.
+bool read_file(const std::string& path, std::string& text, std::string& error);
+
+// Applies the keys of a parsed TOML document to `cfg`, recording sources and problems.
+void load_toml(Config& cfg, const std::string& path, const std::string& text);
+
+}  // namespace sol::config

@@ -1,0 +1,76 @@
+// Process start-up, the mode word and the re-entry guard.
+#include <unistd.h>
+
+#include <mutex>
+
+#include "capture/capture.hpp"
+#include "common/log.hpp"
+#include "config/config.hpp"
+#include "interpose/frontend.hpp"
+
+namespace sol::interpose {
+
+constinit std::atomic<uint32_t> g_mode{kNeedsInit};
+
+namespace {
+
+// Depth of SOL's own handling of calls on this thread; > 0 means a call is re-entrant.
+constinit SOL_TLS int t_depth = 0;
+
+// Exit status of SOL_STRICT=1 on a configuration problem (sysexits.h: EX_CONFIG).
+constexpr int kStrictExit = 78;
+
+std::once_flag g_once;
+
+void init_process() noexcept {
+  // Anything this thread calls while initialising goes straight to native (and cannot re-enter
+  // call_once, which would deadlock).
+  ++t_depth;
+  uint32_t mode = 0;
+  try {
+    const config::Config cfg = config::load();
+    log::set_level(cfg.log);
+    if (!cfg.disable) {
+      for (const auto& p : cfg.problems) log::write(log::Level::warn, "%s", p.c_str());
+      if (cfg.strict && !cfg.problems.empty()) {
+        log::write(log::Level::error, "error: SOL_STRICT=1 and the configuration has problems; exiting");
+        ::_exit(kStrictExit);
+      }
+      if (capture::start(cfg)) mode = kCapture;
+    }
+  } catch (...) {
+    // Only allocation can throw here. Staying in passthrough keeps the program running.
+    log::write(log::Level::error, "error: initialisation failed; every call goes to native");
+    mode = 0;
+  }
+  g_mode.store(mode, std::memory_order_release);
+  --t_depth;
+}
+
+// Runs before main() for a preloaded or linked libsol, so SOL_STRICT can stop a misconfigured
+// program before it starts. Calls that arrive earlier (other libraries' constructors) initialise
+// through ensure_init() themselves: nothing here depends on constructor order.
+__attribute__((constructor)) void init_at_load() {
+  ensure_init();
+}
+
+}  // namespace
+
+void ensure_init() noexcept {
+  if (SOL_LIKELY(!(g_mode.load(std::memory_order_acquire) & kNeedsInit))) return;
+  std::call_once(g_once, init_process);
+}
+
+SlowCall::SlowCall(Sym sym, capture::Op op, capture::DType dtype) noexcept : capturing_(false) {
+  if (t_depth++ != 0) return;  // re-entrant, or a call made while initialising
+  ensure_init();
+  if (!(g_mode.load(std::memory_order_acquire) & kCapture)) return;
+  new (storage_) capture::Node(sym, op, dtype);
+  capturing_ = true;
+}
+
+SlowCall::~SlowCall() noexcept {
+  --t_depth;
+}
+
+}  // namespace sol::interpose

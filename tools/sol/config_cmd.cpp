@@ -1,0 +1,50 @@
+// sol config: what libsol would read in this environment and directory.
+#include <cstdio>
+#include <string>
+
+#include "config/config.hpp"
+#include "tools/sol/commands.hpp"
+
+namespace sol::tools {
+namespace {
+
+std::string source_text(const config::Source& s) {
+  switch (s.kind) {
+    case config::Source::by_default: return "default";
+    case config::Source::env: return "environment " + s.where;
+    case config::Source::file: return s.where;
+  }
+  return {};
+}
+
+int print_keys() {
+  for (const auto& k : config::kKeys) {
+    std::printf("%-16s %-18s %-13s default %s\n", *k.toml ? k.toml : "-", *k.env ? k.env : "-",
+                config::kind_name(k.kind), *k.def ? k.def : "(none)");
+    std::printf("    %s\n", k.help);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmd_config(const Args& args) {
+  for (const auto& a : args) {
+    if (a == "--keys") return print_keys();
+    return fail(2, "config: unknown option '" + a + "'");
+  }
+  const config::Config cfg = config::load();
+  for (const auto& p : cfg.problems) std::fprintf(stderr, "sol: %s\n", p.c_str());
+
+  std::printf("# effective SOL configuration; file: %s\n", cfg.file.empty() ? "(none)" : cfg.file.c_str());
+  for (size_t i = 0; i < config::kNumKeys; ++i) {
+    const auto key = static_cast<config::Key>(i);
+    const auto& k = config::kKeys[i];
+    std::string line = *k.toml ? std::string(k.toml) : std::string("# ") + k.env;
+    line += " = " + config::format_value(cfg, key);
+    std::printf("%-44s # %s\n", line.c_str(), source_text(cfg.source[i]).c_str());
+  }
+  return cfg.problems.empty() ? 0 : 1;
+}
+
+}  // namespace sol::tools
