@@ -57,6 +57,7 @@ struct Scalar {
 struct BlasArgs {
   char layout;                            // 'C' column-major, 'R' row-major, 0 an invalid CBLAS_LAYOUT
   char transa, transb, uplo, side, diag;  // as passed (Fortran) or mapped from the CBLAS enums
+  bool real_alpha;  // alpha is real although the data is complex (csscal, zdscal, cher, cherk...)
   int64_t m, n, k, kl, ku;
   int64_t lda, ldb, ldc, incx, incy;
   Scalar alpha, beta;

@@ -67,7 +67,11 @@ std::string parse(std::string_view text, int64_t& out, const KeyInfo& k) {
 std::string parse_string(std::string_view text, std::string& out, const KeyInfo& k) {
   if (k.kind == Kind::path) {
     std::string_view t = trim(text);
-    if (t.empty()) return "is empty, expected a path";
+    if (t.empty()) {
+      if (*k.def) return "is empty, expected a path";
+      out.clear();  // a path whose default is empty is optional: empty means none
+      return {};
+    }
     if (t == "~" || t.substr(0, 2) == "~/") {
       const char* home = std::getenv("HOME");
       if (!home || !*home) return "starts with ~ but HOME is not set";

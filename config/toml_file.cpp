@@ -45,7 +45,9 @@ class Loader {
       } else if (node.is_table() && is_prefix(key)) {
         walk(*node.as_table(), key);
       } else {
-        problem(node, "unknown key '" + key + "'" + suggestion(key) + "; ignored");
+        // Point at the key itself, not at its value.
+        cfg_.problems.push_back(where(path_, name.source()) + ": unknown key '" + key + "'" +
+                                suggestion(key) + "; ignored");
       }
     }
   }

@@ -147,8 +147,15 @@ def scalar_load(a, expr_ptr):
     return "sol::capture::Scalar::load(%s)" % expr_ptr
 
 
+def real_alpha(r):
+    """True when the routine's alpha is real although its data is complex (csscal, cher...)."""
+    return any(a.name == "alpha" and a.kind == "R" for a in r.args) and r.elem in "cz"
+
+
 def fortran_fill(r, node="sol_node"):
     lines = ["auto& sol_args = %s.blas;" % node]
+    if real_alpha(r):
+        lines.append("sol_args.real_alpha = true;")
     for a in r.args:
         fc = a.field_class()
         if fc == "int":
@@ -199,6 +206,8 @@ def cblas_ret(r):
 
 def cblas_fill(r, node="sol_node"):
     lines = ["auto& sol_args = %s.blas;" % node]
+    if real_alpha(r):
+        lines.append("sol_args.real_alpha = true;")
     if r.level >= 2:
         lines.append("sol_args.layout = sol::capture::cblas_layout(layout);")
     for a in r.args:

@@ -1,0 +1,97 @@
+// BLAS semantics over capture::Node: argument checks as the reference reports them, the memory
+// each operand touches, the work a call does, and CBLAS row-major calls as their column-major
+// equivalent. Shared by the executor, the trace recorder and every backend, so that these rules
+// exist once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "capture/node.hpp"
+#include "hal/backend.hpp"
+
+namespace sol::capture::blas {
+
+// ------------------------------------------------------------------------- argument checks
+
+// The first invalid argument of a call, as the reference BLAS / CBLAS report it.
+struct ArgError {
+  enum Level : uint8_t {
+    none,     // the call is valid
+    cblas,    // found by the CBLAS layer (layout, enums): report with cblas_xerbla(info, routine, ...)
+    fortran,  // found by the Fortran routine: report with xerbla_(routine, &info, len)
+  } level = none;
+  int info = 0;           // parameter position as the reference reports it (1-based)
+  char routine[16] = {};  // "SGEMM " (Fortran: six characters, blank-padded) or "cblas_sgemm"
+  // For a CBLAS call whose error the Fortran routine reports: the value of the reference's
+  // RowMajorStrg global at that moment (the program's cblas_xerbla reads it to renumber).
+  bool row_major = false;
+  // For level == cblas: the offending enum value, which the reference prints
+  // ("Illegal TransA setting, %d").
+  int bad_value = 0;
+  const char* message = "";  // the reference's format for that message, e.g. "Illegal TransA setting, %d\n"
+};
+
+// Checks a BLAS node (Fortran, Fortran shim, CBLAS or row-major dnnl_sgemm) in the order and with
+// the numbering of netlib's reference BLAS 3.11 and its CBLAS.
+ArgError check(const Node& node) noexcept;
+
+// ------------------------------------------------------------------------- memory and work
+
+// One memory operand of a BLAS node: the bytes the routine may touch.
+struct Operand {
+  const char* name = "";  // "a", "b", "c", "x", "y", "param", "ra", ...
+  void* ptr = nullptr;    // lowest address touched (accounts for negative increments)
+  size_t bytes = 0;       // extent from ptr; 0 when the call touches nothing (n == 0, ...)
+  bool read = false;
+  bool written = false;
+};
+inline constexpr int kMaxOperands = 8;
+
+// Fills `out` with the operands of a valid node (column- or row-major) and returns how many.
+// Extents follow the routine's definition (a general m-by-n matrix with leading dimension lda
+// spans lda*(n-1)+m elements; packed and band storage by their own rules), so a device backend
+// can copy exactly them and the dataflow graph can compare address ranges.
+int operands(const Node& node, Operand out[kMaxOperands]) noexcept;
+
+// Work of a valid node: floating-point operations (multiply-add = 2, complex arithmetic counted
+// in real operations: a complex multiply-add = 8) and bytes read plus written (each operand
+// counted once per direction).
+struct Cost {
+  double flops = 0;
+  double bytes = 0;
+};
+Cost cost(const Node& node) noexcept;
+
+// ------------------------------------------------------------------------- layouts
+
+// A non-owning callable reference, for with_column_major().
+template <class Sig>
+class FunctionRef;
+template <class R, class... A>
+class FunctionRef<R(A...)> {
+ public:
+  template <class F>
+  FunctionRef(F& f) noexcept
+      : obj_(&f), call_([](void* o, A... a) -> R { return (*static_cast<F*>(o))(a...); }) {}
+  R operator()(A... a) const { return call_(obj_, a...); }
+
+ private:
+  void* obj_;
+  R (*call_)(void*, A...);
+};
+
+// Runs a valid node through `run`, which only understands column-major Fortran semantics.
+// Column-major nodes are passed through unchanged. Row-major nodes (CBLAS RowMajor, dnnl_sgemm)
+// are turned into the column-major call netlib's CBLAS makes for them: swapped operands and
+// dimensions, flipped transposes and triangles, and for the complex Hermitian and
+// conjugate-transpose cases the conjugated temporaries and sign flips the reference applies
+// around the call. Results are bit-identical to what the reference CBLAS computes when `run`
+// computes like the reference BLAS.
+//
+// `run` gets a column-major copy of the node; a function result it stores in that copy's ret
+// (or through its result pointer) is carried back. Returns what `run` returned, or
+// hal::Reason::out_of_memory when a temporary could not be allocated.
+hal::Reason with_column_major(Node& node, FunctionRef<hal::Reason(Node&)> run) noexcept;
+
+}  // namespace sol::capture::blas

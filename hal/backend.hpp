@@ -1,0 +1,82 @@
+// The interface a backend implements. Small on purpose: a name, whether it can take a node and
+// why not, running a node, and (device backends) memory.
+//
+// What a backend sees: BLAS nodes in column-major Fortran terms only (the executor turns CBLAS
+// row-major calls into their column-major equivalent first, exactly as the reference CBLAS
+// does), with arguments already checked (invalid calls never reach a backend: the executor
+// reports them through the program's xerbla_ / cblas_xerbla). Quick-return cases (n == 0,
+// alpha == 0 and beta == 1, ...) do reach backends, which must honour them as the reference does.
+//
+// A backend never includes interpose/: it knows nodes, not symbols or wrappers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "capture/node.hpp"
+
+namespace sol::config {
+struct Config;
+}
+
+namespace sol::hal {
+
+// Why a backend declines a node or a call fails. The names are the vocabulary of
+// SOL_LOG=debug and `sol backends`; the texts are what a user reads.
+enum class Reason : uint8_t {
+#define SOL_REASON(name, text) name,
+#include "hal/reasons.def"
+#undef SOL_REASON
+};
+const char* reason_text(Reason r) noexcept;
+const char* reason_name(Reason r) noexcept;
+
+// Device memory, for backends whose memory is not the host's. Defaults describe host memory.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  virtual void* alloc(size_t bytes) noexcept = 0;  // nullptr on failure
+  virtual void free(void* ptr) noexcept = 0;
+  virtual bool copy_to_device(void* dst, const void* src, size_t bytes) noexcept = 0;
+  virtual bool copy_to_host(void* dst, const void* src, size_t bytes) noexcept = 0;
+  virtual bool sync() noexcept { return true; }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // Stable name, as SOL_BACKEND and [[route]] spell it.
+  virtual const char* name() const noexcept = 0;
+
+  // Called once, lazily, before the backend sees its first node (never at program start, so an
+  // unused backend costs nothing). false: unavailable, with `why` for the user
+  // ("libopenblas.so.0: cannot open shared object file").
+  virtual bool init(const config::Config& cfg, std::string& why) noexcept = 0;
+
+  // What runs the work, for `sol backends` and traces: "OpenBLAS 0.3.21 (2 threads)".
+  virtual std::string device() const = 0;
+
+  // True for accelerators: under auto they take a node only above their size threshold.
+  virtual bool accelerator() const noexcept { return false; }
+  // Under auto, the least work (flops) worth sending here; 0 for CPU backends.
+  virtual double min_flops() const noexcept { return 0; }
+
+  // Reason::ok when run() would compute this node, else why not.
+  virtual Reason supports(const capture::Node& node) const noexcept = 0;
+
+  // Computes the node in place (outputs written through its pointers, function results into
+  // node.ret). Reason::ok on success; anything else and the executor runs the node elsewhere,
+  // so run() must not have written partial results when it fails (or must fail before writing).
+  virtual Reason run(capture::Node& node) noexcept = 0;
+
+  // Device memory, or nullptr for backends that compute in host memory.
+  virtual DeviceMemory* memory() noexcept { return nullptr; }
+};
+
+using BackendFactory = std::unique_ptr<Backend> (*)();
+
+}  // namespace sol::hal

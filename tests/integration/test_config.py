@@ -1,0 +1,117 @@
+"""Configuration: every kind of bad input gets one `sol: ` line naming the key or file and the
+problem, the program runs on with its own results; SOL_STRICT=1 stops it before main."""
+import os
+import textwrap
+
+import pytest
+
+from conftest import PROGRAMS, SOL, run, sol_lines
+
+SDOT = str(PROGRAMS / "sdot")
+GOOD = "sdot=32\n"
+
+# name: (environment, sol.toml text or None, substrings the one sol: line must contain)
+CASES = {
+    "unknown_key": ({}, "[trace]\ndpth = 4\n", ["sol.toml:2:1", "unknown key 'trace.dpth'", "did you mean 'trace.depth'"]),
+    "unknown_top_key": ({}, "backnd = 'native'\n", ["sol.toml:1:1", "unknown key 'backnd'", "did you mean 'backend'"]),
+    "wrong_type": ({}, "[trace]\ndepth = 'deep'\n", ["sol.toml:2:9", "trace.depth must be an integer, not a string", "default 32"]),
+    "bool_type": ({}, "strict = 1\n", ["sol.toml:1:10", "strict must be true or false"]),
+    "malformed": ({}, "[trace\nenabled = true\n", ["sol.toml:1:", "malformed TOML"]),
+    "out_of_range_file": ({}, "[trace]\ndepth = 999\n", ["sol.toml:2:9", "trace.depth = 999 is out of range 1..256"]),
+    "backend_table": ({}, "[backend.opencl]\ndevice = 0\n", ["backend must be a string", "[backends.NAME]"]),
+    "unknown_backend_env": ({"SOL_BACKEND": "opencll"}, None, ["SOL_BACKEND='opencll'", "unknown backend 'opencll'", "did you mean 'opencl'"]),
+    "unknown_backend_file": ({}, "backend = 'openbla'\n", ["sol.toml:1:11", "unknown backend 'openbla'", "did you mean 'openblas'"]),
+    "empty_backend": ({"SOL_BACKEND": "native,"}, None, ["SOL_BACKEND='native,'", "empty backend name"]),
+    "not_a_number": ({"SOL_TRACE_DEPTH": "abc"}, None, ["SOL_TRACE_DEPTH='abc' is not a number", "using 32"]),
+    "out_of_range_env": ({"SOL_TRACE_DEPTH": "0"}, None, ["SOL_TRACE_DEPTH='0' is out of range 1..256"]),
+    "bad_bool_env": ({"SOL_TRACE": "maybe"}, None, ["SOL_TRACE='maybe' is not a boolean"]),
+    "bad_log_level": ({"SOL_LOG": "verbose"}, None, ["SOL_LOG='verbose' is not a log level"]),
+    "unknown_env": ({"SOL_TRACEDIR": "/tmp/x"}, None, ["unknown environment variable SOL_TRACEDIR", "did you mean 'SOL_TRACE_DIR'"]),
+    "missing_file": ({"SOL_CONFIG": "/nonexistent/sol.toml"}, None, ["/nonexistent/sol.toml", "No such file or directory"]),
+    "unreadable_file": ({"SOL_CONFIG": "/"}, None, ["cannot read config file /", "Is a directory"]),
+}
+
+
+def write_config(tmp_path, text):
+    if text is not None:
+        (tmp_path / "sol.toml").write_text(text)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_gets_one_line_and_the_program_runs_on(case, tmp_path):
+    env, text, expect = CASES[case]
+    write_config(tmp_path, text)
+    r = run([SDOT], env=dict(env, HOME=str(tmp_path)), cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == GOOD, r.stderr
+    lines = sol_lines(r.stderr)
+    assert len(lines) == 1, r.stderr
+    for s in expect:
+        assert s in lines[0], lines[0]
+    assert r.stderr == lines[0] + "\n"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_strict_mode_stops_before_main(case, tmp_path):
+    env, text, _ = CASES[case]
+    write_config(tmp_path, text)
+    r = run([SDOT], env=dict(env, SOL_STRICT="1", HOME=str(tmp_path)), cwd=tmp_path)
+    assert r.returncode == 78, (r.returncode, r.stderr)
+    assert r.stdout == ""  # main never ran
+    assert any("SOL_STRICT=1" in l for l in sol_lines(r.stderr))
+
+
+def test_strict_mode_without_problems_runs(tmp_path):
+    r = run([SDOT], env={"SOL_STRICT": "1", "HOME": str(tmp_path)}, cwd=tmp_path)
+    assert (r.returncode, r.stdout, r.stderr) == (0, GOOD, "")
+
+
+def test_good_file_is_silent_and_environment_wins(tmp_path):
+    (tmp_path / "sol.toml").write_text(textwrap.dedent("""\
+        backend = "native"
+        log = "info"
+        [trace]
+        depth = 16
+        """))
+    r = run([SOL, "config"], env={"SOL_TRACE_DEPTH": "8", "HOME": str(tmp_path)}, cwd=tmp_path, preload=False)
+    assert r.returncode == 0, r.stderr
+    lines = {l.split("=")[0].strip(): l for l in r.stdout.splitlines() if not l.startswith("#")}
+    assert '"native"' in lines["backend"] and "sol.toml:1:11" in lines["backend"]
+    assert "= 8" in lines["trace.depth"] and "environment SOL_TRACE_DEPTH" in lines["trace.depth"]
+    assert "= false" in lines["trace.enabled"] and "# default" in lines["trace.enabled"]
+
+
+def test_config_search_order(tmp_path):
+    """./sol.toml, then $XDG_CONFIG_HOME/sol/sol.toml, then ~/.config/sol/sol.toml."""
+    home, xdg, cwd = tmp_path / "home", tmp_path / "xdg", tmp_path / "cwd"
+    for d in (home / ".config" / "sol", xdg / "sol", cwd):
+        d.mkdir(parents=True)
+    (home / ".config" / "sol" / "sol.toml").write_text("log = 'debug'\n")
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(xdg)}
+
+    def config_file():
+        r = run([SOL, "config"], env=env, cwd=cwd, preload=False)
+        return r.stdout.splitlines()[0].split("file: ")[1]
+
+    assert config_file().endswith("home/.config/sol/sol.toml")
+    (xdg / "sol" / "sol.toml").write_text("log = 'info'\n")
+    assert config_file().endswith("xdg/sol/sol.toml")
+    (cwd / "sol.toml").write_text("log = 'error'\n")
+    assert config_file() == "sol.toml"
+
+
+def test_example_config_is_valid(tmp_path):
+    """config/sol.example.toml loads without a single problem (its keys and defaults are checked
+    against the key table by the unit test config_test)."""
+    from conftest import SOURCE
+    r = run([SOL, "config"], env={"SOL_CONFIG": str(SOURCE / "config" / "sol.example.toml")}, preload=False)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+
+
+def test_sol_config_keys_lists_every_variable_in_the_readme():
+    from conftest import SOURCE
+    r = run([SOL, "config", "--keys"], preload=False)
+    readme = (SOURCE / "README.md").read_text()
+    names = [w for l in r.stdout.splitlines() for w in l.split() if w.startswith("SOL_")]
+    assert len(names) >= 10
+    for name in names:
+        assert "`%s`" % name in readme, "%s is not documented in README.md" % name
