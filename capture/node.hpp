@@ -77,6 +77,28 @@ struct DnnlExec {
   const void* args;  // const dnnl_exec_arg_t*
 };
 
+// Any other oneDNN call: its first parameters as raw bits (pointers, integers, enums, floats; the
+// C API passes nothing larger by value). The trace layer reads the few it needs
+// (dnnl_primitive_create's primitive and descriptor, say).
+struct DnnlCall {
+  static constexpr int kMaxArgs = 6;
+  uint64_t raw[kMaxArgs];
+  int nargs;  // parameters of the function (may exceed kMaxArgs)
+
+  template <class T>
+  T arg(int i) const noexcept {
+    static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable_v<T>);
+    T v;
+    std::memcpy(&v, &raw[i], sizeof v);
+    return v;
+  }
+  template <class T>
+  void set(int i, T v) noexcept {
+    static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable_v<T>);
+    std::memcpy(&raw[i], &v, sizeof v);
+  }
+};
+
 // The value a function returns (sdot_, cdotc_, isamax_, dnnl_* status...), whoever computed it.
 struct Ret {
   alignas(16) unsigned char bytes[16];
@@ -104,6 +126,7 @@ struct Node {
   union {
     BlasArgs blas;
     DnnlExec dnnl;
+    DnnlCall dnnl_call;
   };
 
   Node(Sym s, Op o, DType d) noexcept : sym(s), api(symbol_api(s)), op(o), dtype(d), ret{}, result(nullptr) {

@@ -277,7 +277,10 @@ def dnnl_fill(fn):
         if unused:
             lines.append("// not represented in BlasArgs: %s" % ", ".join(unused))
         return lines
-    return []
+    lines = ["auto& sol_dcall = sol_node.dnnl_call;", "sol_dcall.nargs = %d;" % len(fn.params)]
+    for i, (ty, name) in enumerate(fn.params[:6]):
+        lines.append("sol_dcall.set(%d, %s);" % (i, name))
+    return lines
 
 
 # ------------------------------------------------------------------------------------ emit
