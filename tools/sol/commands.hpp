@@ -10,6 +10,8 @@ using Args = std::vector<std::string>;
 
 int cmd_run(const Args& args);
 int cmd_config(const Args& args);
+int cmd_report(const Args& args);
+int cmd_diff(const Args& args);
 
 // Prints "sol: <message>" to stderr; returns `status` for `return fail(2, ...)`.
 int fail(int status, const std::string& message);

@@ -45,6 +45,12 @@ constexpr const char* kUsage =
     "  config [--keys]\n"
     "                 the effective configuration, each value with where it came from;\n"
     "                 --keys lists every key with its environment variable, type and default\n"
+    "  report PATH [--top N] [--by op|site|api] [--format text|json|csv] [--flamegraph OUT.svg]\n"
+    "                 where the time went in a trace directory (all processes and ranks merged)\n"
+    "                 or a summary file: per op signature, call site or API; an SVG flame graph\n"
+    "  diff A B [--top N] [--format text|json|csv]\n"
+    "                 what two surveys do differently: ops and call sites only in one, and the\n"
+    "                 call and time deltas of the common ones\n"
     "\n"
     "Environment variables and the TOML file are described in the README and in\n"
     "sol.example.toml.\n";
@@ -69,5 +75,7 @@ int main(int argc, char** argv) {
   }
   if (verb == "run") return cmd_run(args);
   if (verb == "config") return cmd_config(args);
+  if (verb == "report") return cmd_report(args);
+  if (verb == "diff") return cmd_diff(args);
   return fail(2, "unknown command '" + verb + "' (try: sol --help)");
 }

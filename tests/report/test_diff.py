@@ -1,0 +1,97 @@
+"""sol diff over data/diff: A and B share sgemm_ (+50 us) and dgemm_ (+3 calls, -10 us); ddot_
+moved from native to openblas (a new signature); saxpy_ only in A, sscal_ only in B. The dgemm_
+call site moved (app+0x20 -> app+0x24)."""
+from conftest import DATA, header_of_csv, sol, sol_csv, sol_json
+
+A = DATA / "diff" / "sol-a.summary.json"
+B = DATA / "diff" / "sol-b.summary.json"
+
+
+def test_json_sections():
+    doc = sol_json("diff", A, B)
+    assert doc["format"] == "sol-diff/1"
+    assert doc["a"]["calls"] == 116 and doc["b"]["calls"] == 120
+    t = doc["totals"]
+    assert (t["calls_delta"], t["total_ns_a"], t["total_ns_b"], t["total_ns_delta"]) == (4, 171000, 201000, 30000)
+    assert t["total_ns_rel"] == round(30000 / 171000, 3)
+
+    ops = doc["ops"]
+    assert ops["counts"] == {"only_a": 2, "only_b": 2, "common": 2}
+    assert [(r["symbol"], r["backend"]) for r in ops["only_a"]] == [("ddot_", "native"), ("saxpy_", "native")]
+    assert [(r["symbol"], r["backend"]) for r in ops["only_b"]] == [("ddot_", "openblas"), ("sscal_", "native")]
+    only_a = ops["only_a"][0]
+    assert (only_a["calls_a"], only_a["calls_b"], only_a["total_ns_delta"], only_a["total_ns_rel"]) == (100, 0, -20000, -1)
+    only_b = ops["only_b"][1]
+    assert (only_b["calls_a"], only_b["calls_b"], only_b["total_ns_delta"], only_b["total_ns_rel"]) == (0, 2, 3000, None)
+    # Common ones, by |time delta|.
+    sg, dg = ops["common"]
+    assert (sg["symbol"], sg["calls_delta"], sg["total_ns_delta"], sg["total_ns_rel"]) == ("sgemm_", 0, 50000, 0.5)
+    assert (dg["symbol"], dg["calls_a"], dg["calls_b"], dg["calls_delta"], dg["calls_rel"]) == ("dgemm_", 5, 8, 3, 0.6)
+    assert (dg["total_ns_a"], dg["total_ns_b"], dg["total_ns_delta"], dg["total_ns_rel"]) == (50000, 40000, -10000, -0.2)
+
+
+def test_sites_by_frames_not_ids():
+    sites = sol_json("diff", A, B)["sites"]
+    assert sites["counts"] == {"only_a": 2, "only_b": 2, "common": 2}
+    assert [r["frames"][0] for r in sites["only_a"]] == ["g_gemm (app+0x20)", "axpy_once (app+0x40)"]
+    assert [r["frames"][0] for r in sites["only_b"]] == ["g_gemm (app+0x24)", "scale (app+0x50)"]
+    common = {r["symbol"]: r for r in sites["common"]}
+    # ddot_ changed backend, but its call site is the same.
+    assert common["ddot_"]["total_ns_delta"] == -12000 and common["ddot_"]["calls_delta"] == 0
+    assert [r["symbol"] for r in sites["common"]] == ["sgemm_", "ddot_"]
+
+
+def test_identical_inputs_have_no_difference():
+    doc = sol_json("diff", A, A)
+    for kind in ("ops", "sites"):
+        assert doc[kind]["only_a"] == [] and doc[kind]["only_b"] == []
+        assert all(r["calls_delta"] == 0 and r["total_ns_delta"] == 0 for r in doc[kind]["common"])
+
+
+def test_text():
+    p = sol("diff", A, B, check=0)
+    out = p.stdout
+    assert "calls 116 -> 120 (+4, +3.4%)" in out
+    sections = out.split("\n\n")
+    only_a = next(s for s in sections if s.startswith("Op signatures only in A: 2"))
+    assert "saxpy_" in only_a and "sscal_" not in only_a
+    both = next(s for s in sections if s.startswith("Op signatures in both: 2"))
+    rows = both.splitlines()[2:]
+    assert rows[0].split()[:3] == ["10", "10", "0"] and "+50.0 us" in rows[0] and "+50.0%" in rows[0]
+    assert rows[1].split()[:3] == ["5", "8", "+3"] and "-10.0 us" in rows[1] and "-20.0%" in rows[1]
+    # Two sites whose short names are equal are told apart by their locations.
+    sites_a = next(s for s in sections if s.startswith("Call sites only in A"))
+    assert "g_gemm (app+0x20)" in sites_a
+
+
+def test_csv():
+    assert header_of_csv("diff", A, B) == [
+        "kind", "side", "api", "symbol", "op", "dtype", "shape", "backend", "frames", "calls_a", "calls_b",
+        "calls_delta", "calls_rel", "total_ns_a", "total_ns_b", "total_ns_delta", "total_ns_rel"]
+    rows = sol_csv("diff", A, B)
+    assert len(rows) == 12
+    sides = [(r["kind"], r["side"]) for r in rows]
+    assert sides.count(("op", "common")) == 2 and sides.count(("site", "only_b")) == 2
+    dg = next(r for r in rows if r["kind"] == "op" and r["symbol"] == "dgemm_")
+    assert (int(dg["calls_delta"]), int(dg["total_ns_delta"]), float(dg["total_ns_rel"])) == (3, -10000, -0.2)
+    new = next(r for r in rows if r["kind"] == "op" and r["symbol"] == "sscal_")
+    assert new["calls_rel"] == "" and new["side"] == "only_b"
+    site = next(r for r in rows if r["kind"] == "site" and r["side"] == "only_a")
+    assert site["frames"] == "g_gemm (app+0x20);main (app+0x1)" and site["api"] == ""
+
+
+def test_top_limits_each_section():
+    doc = sol_json("diff", A, B, "--top", "1")
+    for kind in ("ops", "sites"):
+        assert all(len(doc[kind][s]) == 1 for s in ("only_a", "only_b", "common"))
+        assert doc[kind]["counts"]["common"] == 2
+
+
+def test_directories_merge_before_comparing():
+    doc = sol_json("diff", DATA / "survey", DATA / "survey" / "sol-r0-4242.summary.json")
+    ops = doc["ops"]
+    # The directory has dgemv_ and openblas sgemm_ that the single rank-0 process lacks.
+    assert {r["symbol"] for r in ops["only_a"]} == {"dgemv_", "sgemm_"}
+    assert ops["only_b"] == []
+    sg = next(r for r in ops["common"] if r["symbol"] == "sgemm_")
+    assert (sg["calls_a"], sg["calls_b"], sg["calls_delta"]) == (52, 20, -32)

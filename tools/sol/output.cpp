@@ -1,0 +1,255 @@
+#include "tools/sol/output.hpp"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+
+namespace sol::tools {
+
+bool parse_reader_options(const std::string& verb, const Args& args, bool with_by_and_flamegraph,
+                          ReaderOptions& out, std::string& error) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string name = a, value;
+    bool has_value = false;
+    if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
+      name = a.substr(0, a.find('='));
+      value = a.substr(a.find('=') + 1);
+      has_value = true;
+    }
+    const bool takes_value = name == "--top" || name == "--format" ||
+                             (with_by_and_flamegraph && (name == "--by" || name == "--flamegraph"));
+    if (a == "-h" || a == "--help") {
+      out.help = true;
+      continue;
+    }
+    if (!takes_value) {
+      if (a.size() > 1 && a[0] == '-') {
+        error = verb + ": unknown option '" + a + "'";
+        return false;
+      }
+      out.paths.push_back(a);
+      continue;
+    }
+    if (!has_value) {
+      if (i + 1 >= args.size()) {
+        error = verb + ": " + name + " needs a value";
+        return false;
+      }
+      value = args[++i];
+    }
+    if (name == "--top") {
+      char* end = nullptr;
+      const unsigned long long n =
+          value.empty() || value[0] == '-' ? 0 : std::strtoull(value.c_str(), &end, 10);
+      if (n == 0 || *end != '\0') {
+        error = verb + ": --top '" + value + "' is not a positive number";
+        return false;
+      }
+      out.top = n;
+    } else if (name == "--format") {
+      if (value == "text")
+        out.format = Format::text;
+      else if (value == "json")
+        out.format = Format::json;
+      else if (value == "csv")
+        out.format = Format::csv;
+      else {
+        error = verb + ": --format '" + value + "' is not one of text, json, csv";
+        return false;
+      }
+    } else if (name == "--by") {
+      if (value != "op" && value != "site" && value != "api") {
+        error = verb + ": --by '" + value + "' is not one of op, site, api";
+        return false;
+      }
+      out.by = value;
+    } else {
+      if (value.empty()) {
+        error = verb + ": --flamegraph needs a file name";
+        return false;
+      }
+      out.flamegraph = value;
+    }
+  }
+  return true;
+}
+
+std::string human_ns(uint64_t ns) {
+  char buf[32];
+  if (ns < 1000)
+    std::snprintf(buf, sizeof buf, "%" PRIu64 " ns", ns);
+  else if (ns < 1000000)
+    std::snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
+  else if (ns < 1000000000)
+    std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f s", ns / 1e9);
+  return buf;
+}
+
+std::string human_percent(double pct, bool sign) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, sign ? "%+.1f%%" : "%.1f%%", pct);
+  return buf;
+}
+
+std::string signed_count(int64_t n) {
+  return (n > 0 ? "+" : "") + std::to_string(n);
+}
+
+std::string signed_ns(int64_t ns) {
+  if (ns == 0) return "0";
+  return (ns > 0 ? "+" : "-") + human_ns(static_cast<uint64_t>(ns > 0 ? ns : -ns));
+}
+
+double round3(double x) {
+  return std::round(x * 1000.0) / 1000.0;
+}
+
+double ratio(double numerator, double denominator) {
+  return denominator == 0 ? 0.0 : numerator / denominator;
+}
+
+namespace {
+
+std::string site_label(const SiteKey& key, bool with_locations) {
+  constexpr size_t kDepth = 3;   // innermost frames shown
+  constexpr size_t kWidth = 40;  // long C++ names keep their tail: the function itself
+  std::string out = key.symbol;
+  if (key.frames.empty()) return out + " < (no frames)";
+  for (size_t i = 0; i < key.frames.size() && i < kDepth; ++i) {
+    std::string f = frame_name(key.frames[i]);
+    if (f.size() > kWidth) f = ".." + f.substr(f.size() - kWidth + 2);
+    const std::string location = with_locations ? frame_location(key.frames[i]) : "";
+    out += " < " + f + (location.empty() || location == f ? "" : " (" + location + ")");
+  }
+  if (key.frames.size() > kDepth) out += " < ..";
+  return out;
+}
+
+}  // namespace
+
+SiteLabels site_labels(const std::vector<SiteKey>& keys) {
+  SiteLabels labels;
+  std::map<std::string, size_t> uses;
+  for (const auto& k : keys) uses[site_label(k, false)] += 1;
+  std::map<std::string, size_t> seen;
+  for (const auto& k : keys) {
+    std::string label = site_label(k, false);
+    if (uses[label] > 1) label = site_label(k, true);
+    if (++seen[label] > 1) label += " [" + std::to_string(seen[label]) + "]";
+    labels[k] = label;
+  }
+  return labels;
+}
+
+TextTable::TextTable(std::vector<std::string> header, std::vector<bool> left)
+    : header_(std::move(header)), left_(std::move(left)) {
+  left_.resize(header_.size(), false);
+}
+
+void TextTable::print(FILE* out, const std::string& indent) const {
+  std::vector<size_t> width(header_.size());
+  for (size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
+  for (const auto& r : rows_)
+    for (size_t c = 0; c < r.size() && c < width.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s = indent;
+    for (size_t c = 0; c < cells.size() && c < width.size(); ++c) {
+      const bool last = c + 1 == cells.size();
+      const std::string pad(width[c] - cells[c].size(), ' ');
+      s += left_[c] ? cells[c] + (last ? "" : pad) : pad + cells[c];
+      if (!last) s += "  ";
+    }
+    std::fprintf(out, "%s\n", s.c_str());
+  };
+  line(header_);
+  for (const auto& r : rows_) line(r);
+}
+
+namespace {
+
+std::string csv_field(const Row& v) {
+  std::string s;
+  if (v.is_null()) return s;
+  if (v.is_string())
+    s = v.get<std::string>();
+  else if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i)
+      s += (i ? ";" : "") + (v[i].is_string() ? v[i].get<std::string>() : v[i].dump());
+  } else
+    s = v.dump();
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+void write_csv(FILE* out, const std::vector<std::string>& columns, const std::vector<Row>& rows) {
+  std::string line;
+  for (size_t c = 0; c < columns.size(); ++c) line += (c ? "," : "") + columns[c];
+  std::fprintf(out, "%s\n", line.c_str());
+  for (const Row& r : rows) {
+    line.clear();
+    for (size_t c = 0; c < columns.size(); ++c) {
+      if (c) line += ',';
+      const auto it = r.find(columns[c]);
+      if (it != r.end()) line += csv_field(*it);
+    }
+    std::fprintf(out, "%s\n", line.c_str());
+  }
+}
+
+std::vector<std::string> columns_of(const Row& example) {
+  std::vector<std::string> cols;
+  for (auto it = example.begin(); it != example.end(); ++it) cols.push_back(it.key());
+  return cols;
+}
+
+Row survey_totals(const Survey& s) {
+  Row processes = Row::array();
+  for (const Process& p : s.processes) {
+    Row argv = Row::array();
+    for (const auto& a : p.argv) argv.push_back(a);
+    processes.push_back({{"tag", p.tag},
+                         {"pid", p.pid},
+                         {"rank", p.rank ? Row(*p.rank) : Row(nullptr)},
+                         {"argv", argv},
+                         {"source", p.source},
+                         {"path", p.path},
+                         {"backend", p.backend.empty() ? Row(nullptr) : Row(p.backend)},
+                         {"exit", p.exit.empty() ? Row(nullptr) : Row(p.exit)},
+                         {"calls", p.calls},
+                         {"traced_ns", p.traced_ns},
+                         {"wall_ns", p.wall_ns}});
+  }
+  Row warnings = Row::array();
+  for (const auto& w : s.warnings) warnings.push_back(w);
+  return {{"path", s.path},
+          {"processes", s.processes.size()},
+          {"ranks", s.ranks()},
+          {"calls", s.calls()},
+          {"traced_ns", s.traced_ns()},
+          {"wall_ns", s.wall_ns()},
+          {"process_list", processes},
+          {"warnings", warnings}};
+}
+
+std::string survey_line(const Survey& s) {
+  const size_t n = s.processes.size(), ranks = s.ranks();
+  std::string line = std::to_string(n) + (n == 1 ? " process" : " processes");
+  if (ranks > 0) line += " (" + std::to_string(ranks) + (ranks == 1 ? " rank)" : " ranks)");
+  line += ", " + std::to_string(s.calls()) + " calls, " + human_ns(s.traced_ns()) + " traced, " +
+          human_ns(s.wall_ns()) + " wall";
+  size_t rebuilt = 0;
+  for (const auto& p : s.processes) rebuilt += p.source == "trace";
+  if (rebuilt > 0)
+    line += "; " + std::to_string(rebuilt) +
+            " without a summary (killed?), read from trace.json: sites without frames";
+  return line;
+}
+
+}  // namespace sol::tools

@@ -1,0 +1,84 @@
+// Reading trace directories and summary files (docs/trace-format.md) into one merged survey,
+// for `sol report`, `sol diff` and the flame graph.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sol::tools {
+
+// An op signature. Equal across processes when all six fields are equal.
+struct OpKey {
+  std::string api, symbol, op, dtype, shape, backend;
+  auto operator<=>(const OpKey&) const = default;
+};
+
+struct OpStats {
+  uint64_t calls = 0, total_ns = 0, min_ns = 0, max_ns = 0, flops = 0, bytes = 0;
+  void add(const OpStats& o);
+};
+
+// A call site. Ids are per process, so sites merge by their frames (innermost first) and the
+// intercepted symbol; an empty frame list means "stack unknown" (stacks off, or a process rebuilt
+// from its trace.json).
+struct SiteKey {
+  std::string symbol;
+  std::vector<std::string> frames;
+  auto operator<=>(const SiteKey&) const = default;
+};
+
+struct SiteStats {
+  uint64_t calls = 0, total_ns = 0;
+  uint32_t processes = 0;  // how many processes reached this site
+};
+
+struct Process {
+  std::string tag;     // from the file name, e.g. "r1-4243"; "" if the file is not named sol-<tag>.*
+  std::string source;  // "summary", or "trace" when rebuilt from trace.json (no summary: killed)
+  std::string path;    // the file it was read from
+  int64_t pid = 0;
+  std::optional<int64_t> rank;
+  std::vector<std::string> argv;
+  std::string backend, exit;
+  uint64_t start_unix_ns = 0;  // 0: unknown (trace.json has no absolute time)
+  uint64_t wall_ns = 0, calls = 0, traced_ns = 0;
+};
+
+struct Survey {
+  std::string path;  // what the user named
+  std::vector<Process> processes;
+  std::map<OpKey, OpStats> ops;
+  std::map<SiteKey, SiteStats> sites;
+  // Folded stacks (outermost frame first, the intercepted symbol last) -> total ns, merged over
+  // processes: from each process's .folded file, else from its summary sites.
+  std::map<std::vector<std::string>, uint64_t> stacks;
+  // Problems that skipped a file (or part of one) but not the whole input.
+  std::vector<std::string> warnings;
+
+  uint64_t calls() const;
+  uint64_t traced_ns() const;
+  uint64_t wall_ns() const;  // first process start to last process end
+  size_t ranks() const;      // distinct ranks
+};
+
+// Reads PATH: a trace directory (every sol-<tag>.summary.json in it, trace.json for the processes
+// without one) or one summary (or trace.json) file. On failure returns nullopt and sets `error`
+// to a one-line message naming the path.
+std::optional<Survey> load_survey(const std::string& path, std::string& error);
+
+// A summary frame, "function(args) (object+0xoffset)" or "object+0xoffset", as a flame graph names
+// it: the function without its parameter list, or the object's file name and the offset.
+std::string frame_name(const std::string& frame);
+
+// Where a frame is: its object's file name and the offset ("libtorch_cpu.so.1.13+0x1a2b3c"), or ""
+// when the frame does not say.
+std::string frame_location(const std::string& frame);
+
+// Prints each warning as "sol: warning: ..." on stderr.
+void print_warnings(const Survey& s);
+
+}  // namespace sol::tools
