@@ -1,0 +1,82 @@
+// The trap this exists for: frameworks load their libraries after libsol and with RTLD_LOCAL
+// (Python extension modules). libtorch_cpu.so's call to dnnl_primitive_execute binds to libsol's
+// wrapper through the global scope, but libdnnl.so.2 sits in the extension's local scope, where
+// dlsym(RTLD_NEXT, ...) does not look: it returns NULL, and a naive wrapper calls NULL.
+//
+// So: RTLD_NEXT first (the library the program would have bound to in the global scope), then
+// every loaded object in load order, opened by path with RTLD_NOLOAD (which only takes a
+// reference) and searched with dlsym. libsol's own definitions are skipped wherever they appear.
+#include "common/native.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <string>
+#include <vector>
+
+namespace sol {
+namespace {
+
+const void* own_base() noexcept {
+  static const void* base = [] {
+    Dl_info info{};
+    dladdr(reinterpret_cast<const void*>(&own_base), &info);
+    return static_cast<const void*>(info.dli_fbase);
+  }();
+  return base;
+}
+
+// Paths of the loaded objects, in load order. Collected first and opened afterwards: dlopen
+// inside the dl_iterate_phdr callback would run under the loader's lock.
+std::vector<std::string> loaded_objects() {
+  std::vector<std::string> paths;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        if (info->dlpi_name && *info->dlpi_name)
+          static_cast<std::vector<std::string>*>(data)->emplace_back(info->dlpi_name);
+        return 0;
+      },
+      &paths);
+  return paths;
+}
+
+void* search_loaded_objects(const char* name) {
+  for (const auto& path : loaded_objects()) {
+    void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (!handle) continue;
+    void* p = dlsym(handle, name);
+    dlclose(handle);
+    if (p && !in_libsol(p)) return p;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool in_libsol(const void* address) noexcept {
+  Dl_info info{};
+  return dladdr(address, &info) && info.dli_fbase == own_base();
+}
+
+const char* object_name(const void* address) noexcept {
+  Dl_info info{};
+  if (dladdr(address, &info) && info.dli_fname && *info.dli_fname) return info.dli_fname;
+  return "the main program";
+}
+
+void* find_native(const char* name, const char** how) noexcept {
+  void* p = dlsym(RTLD_NEXT, name);
+  if (p && !in_libsol(p)) {
+    if (how) *how = "RTLD_NEXT";
+    return p;
+  }
+  try {
+    p = search_loaded_objects(name);
+  } catch (...) {  // allocation failure: report "not found" rather than throw through C
+    p = nullptr;
+  }
+  if (how) *how = "search of loaded objects";
+  return p;
+}
+
+}  // namespace sol

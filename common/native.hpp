@@ -1,0 +1,17 @@
+// Finding a symbol's definition outside libsol: the library the program itself would use.
+#pragma once
+
+namespace sol {
+
+// The definition of `name` in a loaded object other than libsol, or nullptr. Tries
+// dlsym(RTLD_NEXT) first, then every loaded object in load order, which also finds libraries a
+// framework loaded with RTLD_LOCAL (see native.cpp). `how` (optional) says which way it was found.
+void* find_native(const char* name, const char** how = nullptr) noexcept;
+
+// True when `address` lies in libsol itself.
+bool in_libsol(const void* address) noexcept;
+
+// The path of the object containing `address`, or "the main program".
+const char* object_name(const void* address) noexcept;
+
+}  // namespace sol
