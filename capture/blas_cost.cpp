@@ -240,9 +240,13 @@ int operands(const Node& node, Operand out[kMaxOperands]) noexcept {
 }
 
 Cost cost(const Node& node) noexcept {
-  Cost c;
   Operand ops[kMaxOperands];
   const int count = operands(node, ops);
+  return cost(node, ops, count);
+}
+
+Cost cost(const Node& node, const Operand* ops, int count) noexcept {
+  Cost c;
   for (int i = 0; i < count; ++i) {
     const double bytes = static_cast<double>(ops[i].bytes);
     c.bytes += (ops[i].read ? bytes : 0) + (ops[i].written ? bytes : 0);

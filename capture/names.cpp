@@ -40,7 +40,7 @@ constexpr const char* kOpFamilies[] = {
 #undef SOL_OP
 };
 constexpr const char* kSymbolNames[] = {
-#define SOL_SYMBOL(id, api, op, dtype) #id,
+#define SOL_SYMBOL(id, api, op, dtype, fields) #id,
 #include "symbols.inc"
 #undef SOL_SYMBOL
 };

@@ -12,13 +12,13 @@ enum class Api : uint8_t { blas, cblas, dnnl };
 const char* api_name(Api api) noexcept;
 
 enum class Sym : uint16_t {
-#define SOL_SYMBOL(id, api, op, dtype) id,
+#define SOL_SYMBOL(id, api, op, dtype, fields) id,
 #include "symbols.inc"
 #undef SOL_SYMBOL
 };
 
 inline constexpr Api kSymbolApi[] = {
-#define SOL_SYMBOL(id, api, op, dtype) Api::api,
+#define SOL_SYMBOL(id, api, op, dtype, fields) Api::api,
 #include "symbols.inc"
 #undef SOL_SYMBOL
 };

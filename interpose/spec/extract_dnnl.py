@@ -19,6 +19,8 @@ OPS = {
     "dnnl_gemm_s8s8s32": "gemm",
     "dnnl_gemm_bf16bf16f32": "gemm",
 }
+# Element type of the compute entry points' A operand.
+DTYPES = {"dnnl_sgemm": "f32", "dnnl_gemm_u8s8s32": "u8", "dnnl_gemm_s8s8s32": "s8", "dnnl_gemm_bf16bf16f32": "bf16"}
 
 
 def declarations(text):
@@ -38,7 +40,8 @@ def main():
         decls = list(declarations(f.read()))
     print("# oneDNN C API entry points, one per [[fn]]; written by extract_dnnl.py from")
     print("# %s, then reviewed. sig is the C declaration exactly as the header has it;" % header)
-    print("# op is the IR operation kind (capture/ops.def): dnnl_api for bookkeeping calls.")
+    print("# op is the IR operation kind (capture/ops.def): dnnl_api for bookkeeping calls; dtype the")
+    print("# element type of a compute entry point.")
     print("# The generated wrappers include the header, so the compiler checks every sig.")
     for d in decls:
         name = re.search(r"(\w+)\s*\(", d).group(1)
@@ -46,6 +49,8 @@ def main():
         print("[[fn]]")
         print('sig = "%s"' % d)
         print('op = "%s"' % OPS.get(name, "dnnl_api"))
+        if name in DTYPES:
+            print('dtype = "%s"' % DTYPES[name])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Overhead of SOL's trace mode, measured in one run (usage: trace_overhead.py BUILD_DIR [--quick]).
+
+1. A PyTorch CNN training loop (examples/train.py): loop time untraced vs traced with stacks
+   (SOL_TRACE=1, the defaults: stacks on, depth 32); for comparison the same run with oneDNN's own
+   verbose mode (ONEDNN_VERBOSE=1, which sees only oneDNN and has no stacks) and under ltrace
+   (library-call tracing of sgemm_ and dnnl_primitive_execute). Target: traced <= 1.05x.
+2. A stream of tiny calls (n=1 saxpy_ from C): the cost each recorded call adds. Target <= 0.5 us.
+
+Runs alternate and the minimum of each variant is kept: the machine is shared and noisy.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+QUICK = "--quick" in sys.argv
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIBSOL = os.path.join(BUILD, "libsol.so")
+PY = "/usr/bin/python3"
+TRAIN = [PY, os.path.join(ROOT, "examples", "train.py"), "--epochs", "2" if QUICK else "4"]
+ROUNDS = 2 if QUICK else 5
+
+
+def env(**extra):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SOL_") and k not in ("LD_PRELOAD", "ONEDNN_VERBOSE")}
+    e.update(extra)
+    return e
+
+
+def train_time(cmd, e):
+    out = subprocess.run(cmd, env=e, capture_output=True, text=True, check=True).stdout
+    return float(re.search(r"time=([\d.]+)s", out).group(1))
+
+
+def main():
+    trace_dir = tempfile.mkdtemp(prefix="sol-bench-trace-")
+    variants = {
+        "untraced": (TRAIN, env()),
+        "SOL_TRACE=1 (stacks, depth 32)": (TRAIN, env(LD_PRELOAD=LIBSOL, SOL_TRACE="1", SOL_TRACE_DIR=trace_dir)),
+        "SOL_TRACE=1 SOL_TRACE_STACKS=0": (TRAIN, env(LD_PRELOAD=LIBSOL, SOL_TRACE="1", SOL_TRACE_STACKS="0",
+                                                       SOL_TRACE_DIR=trace_dir)),
+        "ONEDNN_VERBOSE=1": (TRAIN, env(ONEDNN_VERBOSE="1")),
+    }
+    if shutil.which("ltrace"):
+        variants["ltrace sgemm_+dnnl_primitive_execute"] = (
+            ["ltrace", "-f", "-o", os.devnull, "-e", "sgemm_@*+dnnl_primitive_execute@*"] + TRAIN, env())
+    best = {name: float("inf") for name in variants}
+    for _ in range(ROUNDS):
+        for name, (cmd, e) in variants.items():
+            try:
+                best[name] = min(best[name], train_time(cmd, e))
+            except (subprocess.CalledProcessError, AttributeError):
+                best[name] = float("nan")
+    base = best["untraced"]
+    print("PyTorch CNN training loop (examples/train.py), min of %d runs" % ROUNDS)
+    print("  %-40s %9s %8s" % ("variant", "loop s", "ratio"))
+    for name, t in best.items():
+        print("  %-40s %9.3f %8.3f" % (name, t, t / base))
+    ratio = best["SOL_TRACE=1 (stacks, depth 32)"] / base
+    print("  traced/untraced = %.3f (target <= 1.05): %s" % (ratio, "PASS" if ratio <= 1.05 else "FAIL"))
+
+    tiny = os.path.join(BUILD, "bench", "bench_tiny_calls")
+    calls = "200000" if QUICK else "1000000"
+    per_call = {}
+    for _ in range(ROUNDS):
+        for name, e in (("plain", env()), ("traced", env(LD_PRELOAD=LIBSOL, SOL_TRACE="1", SOL_TRACE_DIR=trace_dir)),
+                        ("traced, no stacks", env(LD_PRELOAD=LIBSOL, SOL_TRACE="1", SOL_TRACE_STACKS="0",
+                                                  SOL_TRACE_DIR=trace_dir))):
+            out = subprocess.run([tiny, calls], env=e, capture_output=True, text=True, check=True).stdout
+            per_call[name] = min(per_call.get(name, float("inf")), float(out.split()[0]))
+    print("Stream of %s tiny calls (saxpy_ n=1 from C), min of %d runs" % (calls, ROUNDS))
+    for name, ns in per_call.items():
+        print("  %-40s %9.1f ns/call" % (name, ns))
+    added = per_call["traced"] - per_call["plain"]
+    print("  added per recorded call = %.3f us (target <= 0.5 us): %s" % (added / 1000, "PASS" if added <= 500 else "FAIL"))
+    shutil.rmtree(trace_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,325 @@
+// The files written when a traced process ends (docs/trace-format.md), and the table on stderr.
+// Runs once per process, so clarity wins over speed here; stack frames get their names now.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "capture/trace/state.hpp"
+#include "common/log.hpp"
+
+namespace sol::capture::trace {
+namespace {
+
+void json_str(std::string& out, const std::string& s) {
+  out += '"';
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\u%04x", c);
+      out += esc;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += '"';
+}
+
+std::string format_time(uint64_t ns) {
+  char buf[32];
+  if (ns < 1000)
+    std::snprintf(buf, sizeof buf, "%llu ns", static_cast<unsigned long long>(ns));
+  else if (ns < 1000000)
+    std::snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
+  else if (ns < 1000000000)
+    std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f s", ns / 1e9);
+  return buf;
+}
+
+std::string u64s(uint64_t v) {
+  return std::to_string(v);
+}
+std::string nums(double v) {
+  char buf[40];
+  if (v == static_cast<double>(static_cast<uint64_t>(v)) && v < 1.8e19)
+    std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(v));
+  else
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+bool write_file(const std::string& path, const std::string& content) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  size_t off = 0;
+  while (off < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    off += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return off == content.size();
+}
+
+struct Merged {
+  std::vector<SigStats> sigs;
+  std::vector<SiteStats> sites;
+  uint64_t calls = 0, traced_ns = 0;
+};
+
+Merged merge(State& s) {
+  Merged m;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    m.sigs.resize(s.sigs.size());
+    m.sites.resize(s.sites.size());
+    for (ThreadState* t : s.threads) {
+      std::lock_guard<std::mutex> tl(t->mu);
+      for (size_t i = 0; i < t->sigs.size() && i < m.sigs.size(); ++i) {
+        const SigStats& a = t->sigs[i];
+        SigStats& b = m.sigs[i];
+        if (!a.calls) continue;
+        b.calls += a.calls;
+        b.total_ns += a.total_ns;
+        b.min_ns = std::min(b.min_ns, a.min_ns);
+        b.max_ns = std::max(b.max_ns, a.max_ns);
+        b.flops += a.flops;
+        b.bytes += a.bytes;
+      }
+      for (size_t i = 0; i < t->sites.size() && i < m.sites.size(); ++i) {
+        m.sites[i].calls += t->sites[i].calls;
+        m.sites[i].total_ns += t->sites[i].total_ns;
+      }
+    }
+  }
+  for (const auto& st : m.sigs) {
+    m.calls += st.calls;
+    m.traced_ns += st.total_ns;
+  }
+  return m;
+}
+
+// Signature or site ids with calls, longest total time first.
+template <class Stats>
+std::vector<uint32_t> by_time(const std::vector<Stats>& stats) {
+  std::vector<uint32_t> ids;
+  for (uint32_t i = 0; i < stats.size(); ++i)
+    if (stats[i].calls) ids.push_back(i);
+  std::stable_sort(ids.begin(), ids.end(),
+                   [&](uint32_t a, uint32_t b) { return stats[a].total_ns > stats[b].total_ns; });
+  return ids;
+}
+
+class Frames {
+ public:
+  const std::string& name(uintptr_t ip) {
+    auto it = names_.find(ip);
+    if (it == names_.end()) it = names_.emplace(ip, describe_frame(ip)).first;
+    return it->second;
+  }
+
+ private:
+  std::unordered_map<uintptr_t, std::string> names_;
+};
+
+std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>& sig_order,
+                         const std::vector<uint32_t>& site_order, Frames& frames, const char* how,
+                         uint64_t wall) {
+  std::string out = "{\n  \"format\": \"sol-summary/1\",\n  \"process\": {";
+  out += "\"pid\": " + std::to_string(s.pid) + ", \"ppid\": " + std::to_string(::getppid());
+  out += ", \"rank\": " + (s.rank ? std::to_string(*s.rank) : std::string("null"));
+  out += ", \"tag\": ";
+  json_str(out, s.tag);
+  out += ", \"argv\": [";
+  for (size_t i = 0; i < s.argv.size(); ++i) {
+    if (i) out += ", ";
+    json_str(out, s.argv[i]);
+  }
+  out += "], \"backend\": ";
+  json_str(out, s.backend);
+  out += ", \"start_unix_ns\": " + u64s(s.start_unix_ns) + ", \"wall_ns\": " + u64s(wall);
+  out += ", \"calls\": " + u64s(m.calls) + ", \"traced_ns\": " + u64s(m.traced_ns);
+  out += std::string(", \"stacks\": ") + (s.stacks ? "true" : "false") +
+         ", \"depth\": " + std::to_string(s.depth);
+  out += ", \"exit\": ";
+  json_str(out, how);
+  out += "},\n  \"ops\": [";
+  bool first = true;
+  for (uint32_t id : sig_order) {
+    const Signature& g = s.sigs[id];
+    const SigStats& st = m.sigs[id];
+    out += first ? "\n    {" : ",\n    {";
+    first = false;
+    out += "\"api\": ";
+    json_str(out, api_name(symbol_api(g.sym)));
+    out += ", \"symbol\": ";
+    json_str(out, symbol_name(g.sym));
+    out += ", \"op\": ";
+    json_str(out, g.op);
+    out += ", \"dtype\": ";
+    json_str(out, g.dtype);
+    out += ", \"shape\": ";
+    json_str(out, g.shape);
+    out += ", \"backend\": ";
+    json_str(out, g.backend);
+    out += ", \"calls\": " + u64s(st.calls) + ", \"total_ns\": " + u64s(st.total_ns) +
+           ", \"min_ns\": " + u64s(st.min_ns) + ", \"max_ns\": " + u64s(st.max_ns) +
+           ", \"flops\": " + nums(st.flops) + ", \"bytes\": " + nums(st.bytes) + "}";
+  }
+  out += "\n  ],\n  \"sites\": [";
+  first = true;
+  for (uint32_t id : site_order) {
+    const Site& site = s.sites[id];
+    out += first ? "\n    {" : ",\n    {";
+    first = false;
+    out += "\"id\": " + std::to_string(id) + ", \"symbol\": ";
+    json_str(out, id ? symbol_name(site.sym) : "");
+    out += ", \"calls\": " + u64s(m.sites[id].calls) + ", \"total_ns\": " + u64s(m.sites[id].total_ns) +
+           ", \"frames\": [";
+    for (size_t i = 0; i < site.ips.size(); ++i) {
+      if (i) out += ", ";
+      json_str(out, frames.name(site.ips[i]));
+    }
+    out += "]}";
+  }
+  out += "\n  ]\n}\n";
+  return out;
+}
+
+std::string summary_text(State& s, const Merged& m, const std::vector<uint32_t>& sig_order,
+                         const std::vector<uint32_t>& site_order, Frames& frames, uint64_t wall) {
+  std::string cmd;
+  for (const auto& a : s.argv) cmd += (cmd.empty() ? "" : " ") + a;
+  char line[512];
+  std::string out = "SOL trace of: " + cmd + "\n";
+  std::snprintf(line, sizeof line, "pid %d%s%s, %llu calls, %s traced, %s wall, backend %s\n\n", s.pid,
+                s.rank ? ", rank " : "", s.rank ? std::to_string(*s.rank).c_str() : "",
+                static_cast<unsigned long long>(m.calls), format_time(m.traced_ns).c_str(),
+                format_time(wall).c_str(), s.backend.c_str());
+  out += line;
+  std::snprintf(line, sizeof line, "%9s %11s %6s %11s  %-6s %-24s %-20s %-6s %-9s %s\n", "calls", "total",
+                "%", "mean", "api", "symbol", "op", "dtype", "backend", "shape");
+  out += line;
+  for (uint32_t id : sig_order) {
+    const Signature& g = s.sigs[id];
+    const SigStats& st = m.sigs[id];
+    std::snprintf(line, sizeof line, "%9llu %11s %5.1f%% %11s  %-6s %-24s %-20s %-6s %-9s ",
+                  static_cast<unsigned long long>(st.calls), format_time(st.total_ns).c_str(),
+                  m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0,
+                  format_time(st.total_ns / st.calls).c_str(), api_name(symbol_api(g.sym)),
+                  symbol_name(g.sym), g.op.c_str(), g.dtype.c_str(), g.backend.c_str());
+    out += line + g.shape + "\n";
+  }
+  if (!site_order.empty() && (site_order.size() > 1 || site_order[0] != 0)) {
+    out += "\nCall sites by time (innermost frames first)\n";
+    size_t shown = 0;
+    for (uint32_t id : site_order) {
+      if (id == 0 || shown++ == 20) continue;
+      std::snprintf(line, sizeof line, "\n  site %u: %llu calls to %s, %s\n", id,
+                    static_cast<unsigned long long>(m.sites[id].calls), symbol_name(s.sites[id].sym),
+                    format_time(m.sites[id].total_ns).c_str());
+      out += line;
+      const auto& ips = s.sites[id].ips;
+      for (size_t i = 0; i < ips.size() && i < 8; ++i) out += "      " + frames.name(ips[i]) + "\n";
+      if (ips.size() > 8) out += "      ... " + std::to_string(ips.size() - 8) + " more\n";
+    }
+  }
+  return out;
+}
+
+std::string folded(State& s, const Merged& m, const std::vector<uint32_t>& site_order, Frames& frames) {
+  std::string out;
+  for (uint32_t id : site_order) {
+    const Site& site = s.sites[id];
+    for (size_t i = site.ips.size(); i-- > 0;) {
+      std::string f = short_frame(frames.name(site.ips[i]));
+      std::replace(f.begin(), f.end(), ';', ':');  // ';' separates frames
+      out += f + ";";
+    }
+    out += std::string(id ? symbol_name(site.sym) : "(no stack)") + " " + u64s(m.sites[id].total_ns) + "\n";
+  }
+  return out;
+}
+
+std::string dot_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string graph(State& s, const Merged& m, const std::vector<uint32_t>& sig_order) {
+  std::string out =
+      "digraph sol_dataflow {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n";
+  out += "  label=\"" + dot_escape(s.tag) +
+         ": an edge A -> B when a call of B read memory a call of A wrote\";\n";
+  for (uint32_t id : sig_order) {
+    const Signature& g = s.sigs[id];
+    out += "  s" + std::to_string(id) + " [label=\"" + dot_escape(symbol_name(g.sym)) + "\\n" +
+           dot_escape(g.op) + " " + dot_escape(g.dtype) + "\\n" + dot_escape(g.shape) + "\\n" +
+           u64s(m.sigs[id].calls) + " calls\"];\n";
+  }
+  for (const auto& e : s.dataflow.edges()) {
+    if (e.from >= m.sigs.size() || e.to >= m.sigs.size() || !m.sigs[e.from].calls || !m.sigs[e.to].calls)
+      continue;
+    out += "  s" + std::to_string(e.from) + " -> s" + std::to_string(e.to) + " [label=\"" + u64s(e.count) +
+           "\"];\n";
+  }
+  return out + "}\n";
+}
+
+void stderr_table(State& s, const Merged& m, const std::vector<uint32_t>& sig_order) {
+  if (!log::enabled(log::Level::warn)) return;
+  log::write(log::Level::warn, "trace: %llu calls, %s traced; files: %s.*",
+             static_cast<unsigned long long>(m.calls), format_time(m.traced_ns).c_str(), s.path("").c_str());
+  log::write(log::Level::warn, "%9s %11s %6s  %-24s %-14s %s", "calls", "total", "%", "symbol", "op",
+             "shape");
+  for (size_t i = 0; i < sig_order.size() && i < 5; ++i) {
+    const Signature& g = s.sigs[sig_order[i]];
+    const SigStats& st = m.sigs[sig_order[i]];
+    std::string shape = g.shape.size() > 60 ? g.shape.substr(0, 57) + "..." : g.shape;
+    log::write(log::Level::warn, "%9llu %11s %5.1f%%  %-24s %-14s %s",
+               static_cast<unsigned long long>(st.calls), format_time(st.total_ns).c_str(),
+               m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0, symbol_name(g.sym), g.op.c_str(),
+               shape.c_str());
+  }
+}
+
+}  // namespace
+
+void write_outputs(State& s, const char* how) noexcept {
+  try {
+    const uint64_t wall = monotonic_ns() - s.start_mono_ns;
+    const Merged m = merge(s);
+    const std::vector<uint32_t> sig_order = by_time(m.sigs);
+    const std::vector<uint32_t> site_order = by_time(m.sites);
+    Frames frames;
+    bool ok =
+        write_file(s.path(".summary.json"), summary_json(s, m, sig_order, site_order, frames, how, wall));
+    ok &= write_file(s.path(".summary.txt"), summary_text(s, m, sig_order, site_order, frames, wall));
+    ok &= write_file(s.path(".folded"), folded(s, m, site_order, frames));
+    ok &= write_file(s.path(".graph.dot"), graph(s, m, sig_order));
+    if (!ok) log::write(log::Level::warn, "could not write every trace file in %s", s.dir.c_str());
+    stderr_table(s, m, sig_order);
+  } catch (...) {
+    log::write(log::Level::warn, "out of memory while writing the trace summaries of %s", s.tag.c_str());
+  }
+}
+
+}  // namespace sol::capture::trace

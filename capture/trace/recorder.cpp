@@ -1,0 +1,458 @@
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "capture/blas.hpp"
+#include "capture/dnnl_info.hpp"
+#include "capture/trace/shape.hpp"
+#include "capture/trace/state.hpp"
+#include "capture/trace/text.hpp"
+#include "capture/trace/trace.hpp"
+#include "common/log.hpp"
+#include "common/macros.hpp"
+#include "common/native.hpp"
+#include "config/config.hpp"
+
+namespace sol::capture::trace {
+namespace {
+
+// Created by start() and never destroyed: threads may still record while the process exits.
+// A plain pointer, not a static object, so nothing depends on constructor order.
+std::atomic<State*> g_state{nullptr};
+constinit SOL_TLS ThreadState* t_thread = nullptr;
+
+uint64_t realtime_ns() noexcept {
+  timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
+}
+
+uint64_t mix(uint64_t h, uint64_t v) noexcept {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+// Eight bytes at a time: shapes are tens of bytes and hashed on every call.
+uint64_t hash_bytes(uint64_t h, const char* p, size_t n) noexcept {
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = mix(h, w);
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, p, n);
+  return mix(h, tail ^ (n << 56));
+}
+
+std::vector<std::string> read_argv() {
+  std::vector<std::string> argv;
+  const int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return argv;
+  std::string all;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) all.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  for (size_t pos = 0; pos < all.size();) {
+    const size_t end = all.find('\0', pos);
+    argv.push_back(all.substr(pos, end - pos));
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return argv;
+}
+
+// RANK (torchrun), OMPI_COMM_WORLD_RANK (Open MPI), PMI_RANK (MPICH, Intel MPI).
+void set_identity(State& s) {
+  s.pid = ::getpid();
+  s.rank.reset();
+  for (const char* var : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+    const char* v = std::getenv(var);
+    char* end = nullptr;
+    if (!v || !*v) continue;
+    const long r = std::strtol(v, &end, 10);
+    if (*end == '\0' && r >= 0) {
+      s.rank = r;
+      break;
+    }
+  }
+  s.tag = (s.rank ? "r" + std::to_string(*s.rank) + "-" : std::string()) + std::to_string(s.pid);
+  s.start_mono_ns = monotonic_ns();
+  s.start_unix_ns = realtime_ns();
+}
+
+bool make_dirs(const std::string& dir, std::string& error) {
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos != dir.size() && dir[pos] != '/') continue;
+    const std::string part = dir.substr(0, pos);
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
+      error = part + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    error = dir + ": not a directory";
+    return false;
+  }
+  return true;
+}
+
+// Creates this process's trace.json at its first traced call, so that processes that never call
+// a primitive (a shell between the user and the program) leave no files.
+bool ensure_files(State& s) noexcept {
+  const int f = s.files.load(std::memory_order_acquire);
+  if (f != 0) return f > 0;
+  std::lock_guard<std::mutex> lock(s.open_mu);
+  if (s.files.load(std::memory_order_relaxed) != 0) return s.files.load(std::memory_order_relaxed) > 0;
+  std::string error;
+  const std::string path = s.path(".trace.json");
+  if (!make_dirs(s.dir, error) || !s.json.open(path, error)) {
+    log::write(log::Level::warn, "cannot write trace files in %s (%s); tracing is off, the program runs on",
+               s.dir.c_str(), error.c_str());
+    s.files.store(-1, std::memory_order_release);
+    return false;
+  }
+  std::string command;
+  for (const auto& a : s.argv) command += (command.empty() ? "" : " ") + a;
+  char buf[4096];
+  Text t(buf, sizeof buf);
+  t.lit("[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":")
+      .i64(s.pid)
+      .lit(",\"tid\":0,\"args\":{\"name\":");
+  t.json(command.size() > 3000 ? command.substr(0, 3000).c_str() : command.c_str()).lit("}}");
+  s.json.append(t.data(), t.size());
+  s.files.store(1, std::memory_order_release);
+  return true;
+}
+
+ThreadState* thread_state(State& s) noexcept {
+  ThreadState* t = t_thread;
+  const uint64_t gen = s.generation.load(std::memory_order_acquire);
+  if (SOL_LIKELY(t && t->generation == gen)) return t;
+  t = new (std::nothrow) ThreadState;
+  if (!t) return nullptr;
+  t->generation = gen;
+  t->tid = static_cast<pid_t>(::syscall(SYS_gettid));
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.threads.push_back(t);
+  }
+  t_thread = t;
+  return t;
+}
+
+uint32_t site_id(State& s, ThreadState& t, Sym sym, const uintptr_t* ips, int n) {
+  if (n == 0) return 0;
+  uint64_t h = mix(1469598103934665603ull, static_cast<uint64_t>(sym));
+  for (int i = 0; i < n; ++i) h = mix(h, ips[i]);
+  h |= 1;  // never 0, the empty cache slot
+  auto& slot = t.site_cache[h % ThreadState::kCache];
+  if (slot.hash == h) return slot.id;
+  uint32_t id;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto [it, added] = s.site_index.try_emplace(h, static_cast<uint32_t>(s.sites.size()));
+    if (added) s.sites.push_back(Site{sym, std::vector<uintptr_t>(ips, ips + n)});
+    id = it->second;
+  }
+  slot = {h, id};
+  return id;
+}
+
+// What a call computes, as text: the op, its element type and its shape.
+struct Problem {
+  const char* op;
+  const char* dtype;
+  const char* shape;
+  size_t shape_len;
+};
+
+// The signature of a call, through the thread's cache keyed by `h` (a hash of everything the
+// signature depends on). Only a miss renders text and takes the global lock.
+const Signature* signature(State& s, ThreadState& t, uint64_t h, Sym sym, const Problem& p,
+                           const char* backend, uint32_t& id) {
+  auto& slot = t.sig_cache[h % ThreadState::kCache];
+  if (slot.hash == h) {
+    id = slot.id;
+    return slot.sig;
+  }
+  std::string shape(p.shape, p.shape_len);
+  std::string key = std::to_string(static_cast<unsigned>(sym)) + '\x1f' + p.op + '\x1f' + p.dtype + '\x1f' +
+                    backend + '\x1f' + shape;
+  const Signature* sig;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto [it, added] = s.sig_index.try_emplace(std::move(key), static_cast<uint32_t>(s.sigs.size()));
+    if (added) {
+      char buf[2048];
+      Text head(buf, sizeof buf);
+      head.lit("\n,{\"name\":\"").str(symbol_name(sym)).lit("\",\"cat\":\"").str(api_name(symbol_api(sym)));
+      head.lit("\",\"ph\":\"X\",\"args\":{\"op\":").json(p.op).lit(",\"dtype\":\"").str(p.dtype);
+      head.lit("\",\"shape\":").json(shape.c_str()).lit(",\"backend\":\"").str(backend).lit("\"");
+      s.sigs.push_back(
+          Signature{sym, p.op, p.dtype, std::move(shape), backend, std::string(head.data(), head.size())});
+    }
+    id = it->second;
+    sig = &s.sigs[id];
+  }
+  slot = {h, id, sig};
+  return sig;
+}
+
+// The parameters of a BLAS call as text, through the thread's cache.
+const ThreadState::ParamsEntry& params_text(ThreadState& t, const Node& node) {
+  const BlasArgs& b = node.blas;
+  uint64_t h = mix(static_cast<uint64_t>(node.sym) + 1, static_cast<uint64_t>(b.lda));
+  for (int64_t v : {b.ldb, b.ldc, b.incx, b.incy}) h = mix(h, static_cast<uint64_t>(v));
+  for (const Scalar* sc : {&b.alpha, &b.beta, &b.cs, &b.sn, &b.ry1}) {
+    uint64_t re, im;
+    std::memcpy(&re, &sc->re, 8);
+    std::memcpy(&im, &sc->im, 8);
+    h = mix(mix(h, re), im + sc->present);
+  }
+  h |= 1;
+  auto& slot = t.params_cache[h % (sizeof t.params_cache / sizeof t.params_cache[0])];
+  if (slot.hash != h) {
+    Text text(slot.text, sizeof slot.text);
+    blas_params(node, text);
+    slot.len = static_cast<uint8_t>(text.size());
+    slot.hash = h;
+  }
+  return slot;
+}
+
+// pthread_atfork: the tables are locked across fork() so the child gets them consistent, then the
+// child starts its own trace: new pid and tag, empty counters, files created at its first call.
+void before_fork() {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (!s) return;
+  s->open_mu.lock();
+  s->mu.lock();
+  for (ThreadState* t : s->threads) t->mu.lock();
+}
+
+void after_fork_parent() {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (!s) return;
+  for (ThreadState* t : s->threads) t->mu.unlock();
+  s->mu.unlock();
+  s->open_mu.unlock();
+}
+
+void after_fork_child() {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (!s) return;
+  for (ThreadState* t : s->threads) t->mu.unlock();
+  // The parent's threads do not exist here; their states stay allocated but unlisted.
+  s->threads.clear();
+  s->generation.fetch_add(1, std::memory_order_acq_rel);
+  s->mu.unlock();
+  s->json.abandon();
+  s->files.store(0, std::memory_order_release);
+  s->open_mu.unlock();
+  s->seq.store(0, std::memory_order_relaxed);
+  s->finished.store(false, std::memory_order_release);
+  s->dataflow.clear();
+  set_identity(*s);
+}
+
+void at_exit() {
+  finish_process("exit");
+}
+
+}  // namespace
+
+uint64_t monotonic_ns() noexcept {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
+}
+
+State* state() noexcept {
+  return g_state.load(std::memory_order_acquire);
+}
+
+bool active() noexcept {
+  State* s = g_state.load(std::memory_order_relaxed);
+  return s && !s->finished.load(std::memory_order_relaxed) && s->files.load(std::memory_order_relaxed) >= 0;
+}
+
+bool start(const config::Config& cfg) noexcept {
+  if (!cfg.trace) return false;
+  auto* s = new (std::nothrow) State;
+  if (!s) return false;
+  try {
+    s->dir = cfg.trace_dir;
+    s->stacks = cfg.trace_stacks;
+    s->depth = static_cast<int>(cfg.trace_depth);
+    for (const auto& b : cfg.backend) s->backend += (s->backend.empty() ? "" : ",") + b;
+    s->argv = read_argv();
+    s->sites.push_back(Site{});  // id 0: no stack
+    set_identity(*s);
+  } catch (...) {
+    delete s;
+    return false;
+  }
+  if (s->stacks) {
+    std::string why;
+    if (!s->unwinder.load(why)) {
+      log::write(log::Level::warn, "cannot capture call stacks (%s); tracing without them", why.c_str());
+      s->stacks = false;
+    }
+  }
+  g_state.store(s, std::memory_order_release);
+  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  std::atexit(at_exit);
+  return true;
+}
+
+Span::Span(const Node& node) noexcept {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (!s || s->finished.load(std::memory_order_relaxed) || !ensure_files(*s)) return;
+  ThreadState* t = thread_state(*s);
+  if (!t) return;
+  if (s->stacks) {
+    uintptr_t ips[256];
+    const int n = s->unwinder.capture(ips, s->depth);
+    try {
+      site_ = site_id(*s, *t, node.sym, ips, n);
+    } catch (...) {
+      site_ = 0;
+    }
+  }
+  on_ = true;
+  t0_ = monotonic_ns();
+}
+
+void Span::finish(const Node& node, const char* backend) noexcept {
+  if (!on_) return;
+  const uint64_t t1 = monotonic_ns();
+  State* s = g_state.load(std::memory_order_acquire);
+  ThreadState* t = s ? thread_state(*s) : nullptr;
+  if (!t || s->finished.load(std::memory_order_relaxed)) return;
+  const uint64_t dur = t1 - t0_;
+
+  // What the call computed, and the signature it belongs to. The hash covers everything the
+  // signature depends on, so a cache hit needs no text at all.
+  uint64_t h =
+      mix(mix(1469598103934665603ull, static_cast<uint64_t>(node.sym)), reinterpret_cast<uintptr_t>(backend));
+  Problem p{op_name(node.op), dtype_name(node.dtype), "", 0};
+  double flops = 0, bytes = 0;
+  blas::Operand ops[16];
+  int nops = 0;
+  std::shared_ptr<const dnnl::PrimitiveInfo> prim;
+  const bool is_blas = node.op != Op::dnnl_execute && node.op != Op::dnnl_api;
+  if (node.op == Op::dnnl_execute) {
+    prim = dnnl::find(node.dnnl.primitive);
+    if (prim) {
+      p = {prim->kind.c_str(), dtype_name(prim->dtype), prim->shape.c_str(), prim->shape.size()};
+      h = hash_bytes(hash_bytes(h, p.op, std::strlen(p.op)), p.shape, p.shape_len);
+      h = mix(h, static_cast<uint64_t>(prim->dtype));
+      flops = prim->flops;
+      bytes = prim->bytes;
+    }
+    nops = dnnl::operands(node.dnnl, ops, 16);
+  } else if (is_blas) {
+    const BlasArgs& b = node.blas;
+    for (int64_t v : {b.m, b.n, b.k, b.kl, b.ku}) h = mix(h, static_cast<uint64_t>(v));
+    h = mix(h, static_cast<uint64_t>(static_cast<unsigned char>(b.transa)) |
+                   static_cast<unsigned char>(b.transb) << 8 | static_cast<unsigned char>(b.uplo) << 16 |
+                   static_cast<uint64_t>(static_cast<unsigned char>(b.side)) << 24 |
+                   static_cast<uint64_t>(static_cast<unsigned char>(b.diag)) << 32 |
+                   static_cast<uint64_t>(static_cast<unsigned char>(b.layout)) << 40);
+    nops = blas::operands(node, ops);
+    const blas::Cost cost = blas::cost(node, ops, nops);
+    flops = cost.flops;
+    bytes = cost.bytes;
+  }
+  h |= 1;
+
+  uint32_t sig_id;
+  const Signature* sig;
+  try {
+    char shape_buf[512];
+    if (is_blas && t->sig_cache[h % ThreadState::kCache].hash != h) {
+      Text shape(shape_buf, sizeof shape_buf);
+      blas_shape(node, shape);
+      p.shape = shape.data();
+      p.shape_len = shape.size();
+    }
+    sig = signature(*s, *t, h, node.sym, p, backend, sig_id);
+  } catch (...) {
+    return;
+  }
+  const uint64_t seq = s->seq.fetch_add(1, std::memory_order_relaxed) + 1;
+
+  // The Chrome trace event: the signature's fixed head, then what is particular to this call.
+  char buf[4096];
+  Text e(buf, sizeof buf);
+  e.raw(sig->head.data(), sig->head.size());
+  if (is_blas) {
+    const auto& params = params_text(*t, node);
+    if (params.len) e.lit(",\"params\":\"").raw(params.text, params.len).lit("\"");
+  }
+  e.lit(",\"flops\":").num(flops).lit(",\"bytes\":").num(bytes);
+  e.lit(",\"site\":").u64(site_).lit(",\"seq\":").u64(seq).lit("},\"pid\":").i64(s->pid);
+  e.lit(",\"tid\":")
+      .i64(t->tid)
+      .lit(",\"ts\":")
+      .usec(t0_ - s->start_mono_ns)
+      .lit(",\"dur\":")
+      .usec(dur)
+      .ch('}');
+  if (!e.truncated()) s->json.append(e.data(), e.size());
+
+  // Aggregates.
+  try {
+    std::lock_guard<std::mutex> lock(t->mu);
+    if (t->sigs.size() <= sig_id) t->sigs.resize(sig_id + 1);
+    SigStats& st = t->sigs[sig_id];
+    ++st.calls;
+    st.total_ns += dur;
+    st.min_ns = dur < st.min_ns ? dur : st.min_ns;
+    st.max_ns = dur > st.max_ns ? dur : st.max_ns;
+    st.flops += flops;
+    st.bytes += bytes;
+    if (t->sites.size() <= site_) t->sites.resize(site_ + 1);
+    ++t->sites[site_].calls;
+    t->sites[site_].total_ns += dur;
+  } catch (...) {
+  }
+  if (nops) s->dataflow.record(sig_id, ops, nops);
+}
+
+void before_call(const Node& node) noexcept {
+  if (node.sym == Sym::dnnl_primitive_destroy) dnnl::on_destroy(node.dnnl_call.arg<const void*>(0));
+}
+
+void after_call(const Node& node) noexcept {
+  if (node.sym != Sym::dnnl_primitive_create && node.sym != Sym::dnnl_primitive_create_from_cache_blob)
+    return;
+  if (node.ret.get<int>() != 0) return;  // dnnl_success
+  auto* const* primitive = node.dnnl_call.arg<void* const*>(0);
+  if (!primitive || !*primitive) return;
+  // The descriptor: dnnl_primitive_create(&p, pd); from a cache blob, ask the primitive for it.
+  const void* pd = node.sym == Sym::dnnl_primitive_create ? node.dnnl_call.arg<const void*>(1) : nullptr;
+  static std::once_flag bound;
+  std::call_once(bound, [] { dnnl::bind(find_native("dnnl_primitive_desc_query")); });
+  dnnl::on_create(*primitive, pd);
+}
+
+void finish_process(const char* how) noexcept {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (!s || s->pid != ::getpid()) return;  // a vfork child shares our memory: leave it alone
+  if (s->finished.exchange(true, std::memory_order_acq_rel)) return;
+  if (s->files.load(std::memory_order_acquire) <= 0) return;
+  s->json.close("\n]\n");
+  write_outputs(*s, how);
+}
+
+}  // namespace sol::capture::trace

@@ -1,0 +1,128 @@
+#include "capture/trace/stacks.hpp"
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace sol::capture::trace {
+namespace {
+
+// libunwind's enum unw_caching_policy_t: UNW_CACHE_PER_THREAD.
+constexpr int kCachePerThread = 2;
+
+struct Range {
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  ElfW(Addr) bias = 0;
+};
+
+}  // namespace
+
+bool Unwinder::load(std::string& why) noexcept {
+  void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    why = dlerror();
+    return false;
+  }
+  auto backtrace = reinterpret_cast<int (*)(void**, int)>(dlsym(lib, "unw_backtrace"));
+  auto set_policy = reinterpret_cast<int (*)(void*, int)>(dlsym(lib, "_ULx86_64_set_caching_policy"));
+  auto* space = static_cast<void**>(dlsym(lib, "_ULx86_64_local_addr_space"));
+  if (!backtrace) {
+    why = "libunwind.so.8 has no unw_backtrace";
+    return false;
+  }
+  // A per-thread cache of unwind information makes repeated stacks cheap (heaptrack does the same).
+  if (set_policy && space) set_policy(*space, kCachePerThread);
+
+  // libsol's own code: the frames to skip at the top of every stack.
+  Dl_info self{};
+  link_map* map = nullptr;
+  dladdr1(reinterpret_cast<const void*>(&describe_frame), &self, reinterpret_cast<void**>(&map),
+          RTLD_DL_LINKMAP);
+  Range range;
+  range.bias = map ? map->l_addr : 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* r = static_cast<Range*>(data);
+        if (info->dlpi_addr != r->bias) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+          const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+          if (lo < r->lo) r->lo = lo;
+          if (lo + ph.p_memsz > r->hi) r->hi = lo + ph.p_memsz;
+        }
+        return 1;
+      },
+      &range);
+  own_lo_ = range.lo;
+  own_hi_ = range.hi;
+  backtrace_ = backtrace;
+  return true;
+}
+
+int Unwinder::capture(uintptr_t* ips, int max) const noexcept {
+  if (!backtrace_ || max <= 0) return 0;
+  constexpr int kOwnFrames = 12;  // SOL's frames above the caller: slow path, submit, recorder...
+  void* raw[256 + kOwnFrames];
+  const int want = max + kOwnFrames < static_cast<int>(sizeof raw / sizeof raw[0])
+                       ? max + kOwnFrames
+                       : static_cast<int>(sizeof raw / sizeof raw[0]);
+  const int n = backtrace_(raw, want);
+  int first = 0;
+  while (first < n) {
+    const auto ip = reinterpret_cast<uintptr_t>(raw[first]);
+    if (ip < own_lo_ || ip >= own_hi_) break;
+    ++first;
+  }
+  int count = 0;
+  for (int i = first; i < n && count < max; ++i) ips[count++] = reinterpret_cast<uintptr_t>(raw[i]);
+  return count;
+}
+
+std::string describe_frame(uintptr_t ip) {
+  Dl_info info{};
+  const uintptr_t at = ip - 1;
+  char where[64] = "?";
+  std::string object = "?";
+  if (dladdr(reinterpret_cast<const void*>(at), &info) && info.dli_fname) {
+    const char* slash = std::strrchr(info.dli_fname, '/');
+    object = slash ? slash + 1 : info.dli_fname;
+    if (object.empty()) object = "main";
+    std::snprintf(where, sizeof where, "+0x%lx",
+                  static_cast<unsigned long>(at - reinterpret_cast<uintptr_t>(info.dli_fbase)));
+  }
+  const std::string location = object + where;
+  if (!info.dli_sname) return location;
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : info.dli_sname;
+  std::free(demangled);
+  return name + " (" + location + ")";
+}
+
+std::string short_frame(const std::string& frame) {
+  // "ns::f(int, x<y>) const (libfoo.so+0x10)" -> "ns::f"; "libfoo.so+0x10" stays.
+  const size_t loc = frame.rfind(" (");
+  if (loc == std::string::npos) return frame;
+  std::string name = frame.substr(0, loc);
+  // The parameter list is the last balanced (...) group of the name (templates may contain
+  // parentheses too, so match from the end).
+  int depth = 0;
+  for (size_t i = name.size(); i-- > 0;) {
+    if (name[i] == ')') {
+      ++depth;
+    } else if (name[i] == '(') {
+      if (--depth == 0) {
+        name.resize(i);
+        break;
+      }
+    }
+  }
+  return name.empty() ? frame.substr(loc + 2, frame.size() - loc - 3) : name;
+}
+
+}  // namespace sol::capture::trace

@@ -1,0 +1,122 @@
+// The trace recorder's process state, shared by recorder.cpp (per call) and outputs.cpp (at exit).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "capture/node.hpp"
+#include "capture/trace/dataflow.hpp"
+#include "capture/trace/mapped_file.hpp"
+#include "capture/trace/stacks.hpp"
+
+namespace sol::capture::trace {
+
+// An op signature: what summaries aggregate over.
+struct Signature {
+  Sym sym;
+  std::string op, dtype, shape, backend;
+  // The part of its trace events that never changes: "\n,{"name":...,"args":{"op":...,"backend":"native""
+  std::string head;
+};
+
+// A call site: the stack (innermost first) and the symbol it called.
+struct Site {
+  Sym sym;
+  std::vector<uintptr_t> ips;
+};
+
+struct SigStats {
+  uint64_t calls = 0, total_ns = 0, min_ns = UINT64_MAX, max_ns = 0;
+  double flops = 0, bytes = 0;
+};
+
+struct SiteStats {
+  uint64_t calls = 0, total_ns = 0;
+};
+
+// Per thread, created at its first traced call and kept until the process ends, so that threads
+// that finished early still count. The thread updates its own counters under `mu`, which is
+// uncontended except at exit, when they are merged.
+struct ThreadState {
+  static constexpr size_t kCache = 256;
+  struct CacheEntry {
+    uint64_t hash = 0;
+    uint32_t id = 0;
+  };
+  struct SigEntry {
+    uint64_t hash = 0;
+    uint32_t id = 0;
+    const Signature* sig = nullptr;  // stable: signatures live in a deque and are never removed
+  };
+  // A call's parameters (leading dimensions, increments, scalars) rendered as text, by a hash of
+  // their values: they repeat as much as shapes do, and rendering a double is the costly part.
+  struct ParamsEntry {
+    uint64_t hash = 0;
+    uint8_t len = 0;
+    char text[119];
+  };
+
+  uint64_t generation = 0;  // the fork generation it belongs to
+  pid_t tid = 0;
+  std::mutex mu;
+  std::vector<SigStats> sigs;    // by signature id
+  std::vector<SiteStats> sites;  // by site id
+  // Direct-mapped caches of ids, so a repeated signature or stack does not take the global lock.
+  SigEntry sig_cache[kCache];
+  CacheEntry site_cache[kCache];
+  ParamsEntry params_cache[64];
+};
+
+struct State {
+  // Settings, fixed at start.
+  std::string dir;
+  bool stacks = true;
+  int depth = 32;
+  std::string backend;  // the configured preference, for process info
+  Unwinder unwinder;
+
+  // Identity of this process (reset in a forked child).
+  pid_t pid = 0;
+  std::string tag;  // "<pid>" or "r<rank>-<pid>"
+  std::optional<long> rank;
+  uint64_t start_mono_ns = 0, start_unix_ns = 0;
+  std::vector<std::string> argv;
+  std::atomic<uint64_t> generation{1};
+
+  // Files. 0: not yet opened (they are created at the first call), 1: open, -1: cannot be written.
+  std::atomic<int> files{0};
+  std::mutex open_mu;
+  MappedFile json;
+  std::atomic<uint64_t> seq{0};
+  std::atomic<bool> finished{false};
+
+  // Signatures and sites (ids index them) and the thread list.
+  std::mutex mu;
+  std::deque<Signature> sigs;  // a deque: pointers to its elements stay valid as it grows
+  std::unordered_map<std::string, uint32_t> sig_index;
+  std::vector<Site> sites;  // sites[0]: no stack
+  std::unordered_map<uint64_t, uint32_t> site_index;
+  std::vector<ThreadState*> threads;
+
+  Dataflow dataflow;
+
+  std::string path(const char* suffix) const { return dir + "/sol-" + tag + suffix; }
+};
+
+// The recorder's state, nullptr when tracing is off.
+State* state() noexcept;
+
+// Writes summary.json, summary.txt, folded and graph.dot, and the table on stderr (outputs.cpp).
+void write_outputs(State& s, const char* how) noexcept;
+
+uint64_t monotonic_ns() noexcept;
+
+}  // namespace sol::capture::trace

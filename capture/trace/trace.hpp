@@ -1,0 +1,47 @@
+// Trace mode: every intercepted call recorded with its problem, time, thread, backend and call
+// stack, into the files described in docs/trace-format.md.
+//
+// Per call, the recorder takes the stack (raw addresses, deduplicated into a site id), the
+// time around the call, formats one Chrome trace event into a memory-mapped file and updates
+// per-thread aggregates. Names of stack frames are resolved only when the process ends.
+#pragma once
+
+#include <cstdint>
+
+#include "capture/node.hpp"
+
+namespace sol::config {
+struct Config;
+}
+
+namespace sol::capture::trace {
+
+// Reads the trace settings; true when tracing is on for this process. Once per process.
+bool start(const config::Config& cfg) noexcept;
+
+// True while calls are being recorded.
+bool active() noexcept;
+
+// One traced call. Construct it right before the call runs (it takes the stack, then the start
+// time) and finish() it right after.
+class Span {
+ public:
+  explicit Span(const Node& node) noexcept;
+  void finish(const Node& node, const char* backend) noexcept;
+
+ private:
+  uint64_t t0_ = 0;
+  uint32_t site_ = 0;
+  bool on_ = false;
+};
+
+// oneDNN primitive lifetimes, around the native call: a primitive's problem is learnt when it is
+// created and forgotten when it is destroyed.
+void before_call(const Node& node) noexcept;
+void after_call(const Node& node) noexcept;
+
+// Writes the summaries and closes the trace of this process: `how` is "exit", "_exit"...
+// Idempotent; a no-op in a process that recorded nothing.
+void finish_process(const char* how) noexcept;
+
+}  // namespace sol::capture::trace

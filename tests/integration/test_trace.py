@@ -1,0 +1,275 @@
+"""Trace mode on real programs: what is recorded, the files, and survival of forks, threads,
+_exit and signals. Counts are cross-checked with an independent counter (tests/programs/count_calls.c,
+a preload library sharing no code with SOL) and with oneDNN's own verbose output."""
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+
+import pytest
+
+from conftest import PROGRAMS, PY_PROGRAMS, PYTHON, SOL, run, sol_lines
+
+COUNTER = str(PROGRAMS / "libcount_calls.so")
+
+
+def traced(cmd, tmp_path, env=None, **kw):
+    trace_dir = tmp_path / "trace"
+    r = run(cmd, env=dict({"SOL_TRACE": "1", "SOL_TRACE_DIR": str(trace_dir)}, **(env or {})), **kw)
+    return r, trace_dir
+
+
+def independent_counts(cmd, tmp_path, cwd=None):
+    out = tmp_path / "counts.txt"
+    r = run(cmd, preload=False, env={"LD_PRELOAD": COUNTER, "COUNT_CALLS_OUT": str(out)}, cwd=cwd)
+    assert r.returncode == 0, r.stderr
+    return {line.split()[0]: int(line.split()[1]) for line in out.read_text().splitlines()}
+
+
+def load_trace(path):
+    """Events of a trace.json; a file cut short (the process died) is completed first, as viewers do."""
+    text = open(path).read()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        body = text.rstrip(" \n\0")
+        return json.loads(body.rstrip(",") + "]")
+
+
+def files(trace_dir, suffix):
+    return sorted(glob.glob(str(trace_dir / ("sol-*" + suffix))))
+
+
+def events(trace_dir):
+    (path,) = files(trace_dir, ".trace.json")
+    evs = [e for e in load_trace(path) if e.get("ph") == "X"]
+    return evs
+
+
+def summary(trace_dir):
+    (path,) = files(trace_dir, ".summary.json")
+    with open(path) as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def cnn(tmp_path_factory):
+    """One traced run of the PyTorch CNN, shared by the tests that read it."""
+    tmp = tmp_path_factory.mktemp("cnn")
+    cmd = [PYTHON, str(PY_PROGRAMS / "torch_cnn.py")]
+    r, trace_dir = traced(cmd, tmp, cwd=PY_PROGRAMS)
+    assert r.returncode == 0, r.stderr
+    plain = run(cmd, preload=False, cwd=PY_PROGRAMS)
+    assert r.stdout == plain.stdout  # tracing does not change results
+    return {"dir": trace_dir, "stderr": r.stderr, "counts": independent_counts(cmd, tmp, cwd=PY_PROGRAMS),
+            "verbose": run(cmd, preload=False, env={"ONEDNN_VERBOSE": "1"}, cwd=PY_PROGRAMS).stdout}
+
+
+def test_cnn_counts_match_an_independent_count(cnn):
+    evs = events(cnn["dir"])
+    by_name = {}
+    for e in evs:
+        by_name[e["name"]] = by_name.get(e["name"], 0) + 1
+    assert by_name.get("sgemm_", 0) == cnn["counts"]["sgemm_"] > 0
+    assert by_name.get("dnnl_primitive_execute", 0) == cnn["counts"]["dnnl_primitive_execute"] > 0
+    assert cnn["counts"]["dnnl_primitive_execute"] == cnn["verbose"].count("onednn_verbose,exec")
+    # summary and trace agree
+    s = summary(cnn["dir"])
+    assert sum(o["calls"] for o in s["ops"]) == len(evs) == s["process"]["calls"]
+
+
+def test_cnn_linear_layers_have_the_right_gemm_shapes(cnn):
+    # torch_cnn.py: Linear(64, 32) and Linear(32, 10), batch 16. PyTorch computes y = x W^T + b as a
+    # column-major sgemm_ of y^T: m = out features, n = batch, k = in features.
+    shapes = {e["args"]["shape"] for e in events(cnn["dir"]) if e["name"] == "sgemm_"}
+    for out_f, in_f in ((32, 64), (10, 32)):
+        assert "m=%d n=16 k=%d transa=T transb=N" % (out_f, in_f) in shapes, shapes
+    for e in events(cnn["dir"]):
+        if e["name"] == "sgemm_":
+            a = e["args"]
+            m, n, k = (int(re.search(r"\b%s=(\d+)" % x, a["shape"]).group(1)) for x in "mnk")
+            assert a["flops"] == 2 * m * n * k
+            assert a["op"] == "gemm" and a["dtype"] == "f32" and a["backend"] == "native"
+            assert re.search(r"lda=\d+ ldb=\d+ ldc=\d+ alpha=1 beta=[01]", a["params"]), a["params"]
+
+
+def test_cnn_convolution_problems_match_onednn_verbose(cnn):
+    """Each convolution problem oneDNN reports executing appears in the trace with its sizes."""
+    verbose_convs = set()
+    for line in cnn["verbose"].splitlines():
+        f = line.split(",")
+        if line.startswith("onednn_verbose,exec") and f[3] == "convolution":
+            verbose_convs.add((f[5], f[-2]))  # propagation, problem (mb16_ic3oc8_ih24oh24kh3sh1dh0ph1_...)
+    assert verbose_convs
+    traced_convs = {(e["args"]["shape"].split()[0], e["args"]["shape"].split()[1])
+                    for e in events(cnn["dir"]) if e["args"]["op"] == "convolution"}
+    for prop, problem in verbose_convs:
+        assert ("prop=" + prop, problem) in traced_convs, (prop, problem, traced_convs)
+
+
+def test_cnn_stacks_name_pytorch_functions(cnn):
+    s = summary(cnn["dir"])
+    frames = [f for site in s["sites"] for f in site["frames"]]
+    assert any("at::native::" in f for f in frames)
+    assert any("libtorch_cpu.so" in f for f in frames)
+    sgemm_sites = [site for site in s["sites"] if site["symbol"] == "sgemm_"]
+    assert sgemm_sites and all(site["frames"] for site in sgemm_sites)
+    assert sum(site["calls"] for site in s["sites"]) == s["process"]["calls"]
+
+
+def test_cnn_all_outputs_written(cnn):
+    d = cnn["dir"]
+    for suffix in (".trace.json", ".summary.json", ".summary.txt", ".folded", ".graph.dot"):
+        assert len(files(d, suffix)) == 1, suffix
+    trace = json.load(open(files(d, ".trace.json")[0]))  # strict JSON after a normal exit
+    assert trace[0]["ph"] == "M" and "torch_cnn.py" in trace[0]["args"]["name"]
+    folded = open(files(d, ".folded")[0]).read().splitlines()
+    assert any(l.split(" ")[0].endswith(";sgemm_") for l in folded)
+    assert sum(int(l.rsplit(" ", 1)[1]) for l in folded) == summary(d)["process"]["traced_ns"]
+    dot = open(files(d, ".graph.dot")[0]).read()
+    assert dot.startswith("digraph") and "->" in dot and "convolution" in dot
+    # the short table at exit: a header line and the five longest op signatures
+    table = [l for l in sol_lines(cnn["stderr"])]
+    assert table[0].startswith("sol: trace: ") and "calls" in table[1] and len(table) == 2 + 5
+
+
+def test_numpy_cblas_calls(tmp_path):
+    cmd = [PYTHON, "-c", "import numpy as np\n"
+           "a = np.ones((200, 120), np.float32); b = np.ones((120, 80), np.float32)\n"
+           "for _ in range(3): c = a @ b\n"
+           "z = np.ones((30, 20), complex) @ np.ones((20, 10), complex)\n"
+           "print(float(c.sum()), z.sum())"]
+    r, d = traced(cmd, tmp_path)
+    assert r.returncode == 0 and r.stdout == run(cmd, preload=False).stdout
+    counts = independent_counts(cmd, tmp_path)
+    evs = events(d)
+    sg = [e for e in evs if e["name"] == "cblas_sgemm"]
+    assert len(sg) == counts["cblas_sgemm"] == 3
+    assert {e["args"]["shape"] for e in sg} == {"m=200 n=80 k=120 transa=N transb=N layout=row"}
+    assert all(e["cat"] == "cblas" and e["args"]["flops"] == 2 * 200 * 80 * 120 for e in sg)
+    zg = [e for e in evs if e["name"] == "cblas_zgemm"]
+    assert len(zg) == counts["cblas_zgemm"] == 1 and zg[0]["args"]["dtype"] == "c128"
+    assert zg[0]["args"]["flops"] == 8 * 30 * 10 * 20
+
+
+def test_forked_children_write_their_own_files(tmp_path):
+    cmd = [PYTHON, str(PY_PROGRAMS / "torch_dataloader.py")]
+    r, d = traced(cmd, tmp_path, cwd=PY_PROGRAMS)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == run(cmd, preload=False, cwd=PY_PROGRAMS).stdout
+    summaries = [json.load(open(p)) for p in files(d, ".summary.json")]
+    pids = {s["process"]["pid"] for s in summaries}
+    assert len(pids) >= 3, "parent and two DataLoader workers"
+    for p in files(d, ".trace.json"):
+        evs = json.load(open(p))  # every file is complete, strict JSON
+        pid = int(re.search(r"sol-(\d+)\.trace\.json", p).group(1))
+        assert all(e["pid"] == pid for e in evs)
+    for s in summaries:
+        assert s["process"]["calls"] == sum(o["calls"] for o in s["ops"]) > 0
+
+
+def test_multiprocessing_children(tmp_path):
+    """Pool workers end by SIGTERM (Pool.__exit__ terminates them): each leaves a loadable
+    trace.json, which sol report reads in place of the summary it could not write."""
+    cmd = [PYTHON, str(PY_PROGRAMS / "numpy_multiprocessing.py")]
+    r, d = traced(cmd, tmp_path, cwd=PY_PROGRAMS)
+    assert r.returncode == 0 and r.stdout == run(cmd, preload=False, cwd=PY_PROGRAMS).stdout
+    traces = files(d, ".trace.json")
+    assert len(traces) >= 2  # the parent and at least one worker
+    calls = 0
+    for p in traces:
+        pid = int(re.search(r"sol-(\d+)\.trace\.json", p).group(1))
+        evs = [e for e in load_trace(p) if e.get("ph") == "X"]
+        assert evs and all(e["pid"] == pid for e in evs)
+        calls += len(evs)
+    summaries = [json.load(open(p))["process"] for p in files(d, ".summary.json")]
+    pids = {s["pid"] for s in summaries}
+    # the parent (whose parent is not one of the traced processes) ended normally and summarised
+    (parent,) = [s for s in summaries if s["ppid"] not in pids and "numpy_multiprocessing.py" in " ".join(s["argv"])]
+    assert parent["exit"] == "exit"
+    rep = json.loads(run([SOL, "report", str(d), "--format", "json"], preload=False).stdout)
+    assert rep["input"]["processes"] == len(traces) and rep["input"]["calls"] == calls
+
+
+def test_eight_threads(tmp_path):
+    r, d = traced([str(PROGRAMS / "threads")], tmp_path)
+    assert r.returncode == 0 and "wrong=0" in r.stdout
+    evs = events(d)
+    assert len(evs) == 8 * 60 * 2
+    assert len({e["tid"] for e in evs}) == 8
+    assert sorted(e["args"]["seq"] for e in evs) == list(range(1, len(evs) + 1))
+
+
+@pytest.mark.parametrize("how", ["os._exit", "SIGKILL"])
+def test_abnormal_exits_keep_every_call(how, tmp_path):
+    script = ("import os, signal, numpy as np\n"
+              "a = np.ones((50, 50))\n"
+              "for i in range(40): a = a @ np.eye(50)\n"
+              "print('done', flush=True)\n"
+              + ("os._exit(3)\n" if how == "os._exit" else "os.kill(os.getpid(), signal.SIGKILL)\n"))
+    r, d = traced([PYTHON, "-c", script], tmp_path)
+    assert "done" in r.stdout
+    assert r.returncode == (3 if how == "os._exit" else -signal.SIGKILL)
+    evs = events(d)
+    assert len([e for e in evs if e["name"] == "cblas_dgemm"]) == 40
+    if how == "os._exit":
+        json.load(open(files(d, ".trace.json")[0]))  # closed properly by the _exit hook
+        assert summary(d)["process"]["exit"] == "_exit"
+    else:
+        assert files(d, ".summary.json") == []  # no chance to write it; the trace prefix loads
+        rep = run([SOL, "report", str(d), "--format", "json"], preload=False)
+        assert rep.returncode == 0, rep.stderr
+        rows = json.loads(rep.stdout)["rows"]
+        assert sum(row["calls"] for row in rows if row["symbol"] == "cblas_dgemm") == 40
+
+
+def test_unwritable_trace_dir_warns_once_and_runs_on(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = run([str(PROGRAMS / "threads")], env={"SOL_TRACE": "1", "SOL_TRACE_DIR": str(blocker / "sub")})
+    assert r.returncode == 0 and "wrong=0" in r.stdout
+    lines = sol_lines(r.stderr)
+    assert len(lines) == 1 and "cannot write trace files" in lines[0] and str(blocker) in lines[0]
+
+
+def test_programs_without_calls_leave_no_files(tmp_path):
+    r, d = traced(["bash", "-c", "echo hi"], tmp_path)
+    assert r.stdout == "hi\n" and r.stderr == ""
+    assert not d.exists() or not os.listdir(d)
+
+
+def test_rank_aware_names(tmp_path):
+    r, d = traced([str(PROGRAMS / "sdot")], tmp_path, env={"RANK": "3"})
+    assert r.returncode == 0
+    (p,) = files(d, ".summary.json")
+    assert re.search(r"sol-r3-\d+\.summary\.json$", p)
+    assert json.load(open(p))["process"]["rank"] == 3
+
+
+def test_stacks_off_and_depth(tmp_path):
+    r, d = traced([str(PROGRAMS / "threads")], tmp_path, env={"SOL_TRACE_STACKS": "0"})
+    assert r.returncode == 0
+    s = summary(d)
+    assert s["process"]["stacks"] is False and all(site["frames"] == [] for site in s["sites"])
+    r, d2 = traced([PYTHON, "-c", "import numpy as np; np.ones((9, 9)) @ np.ones((9, 9))"], tmp_path / "d",
+                   env={"SOL_TRACE_DEPTH": "3"})
+    assert all(len(site["frames"]) <= 3 for site in summary(d2)["sites"])
+
+
+def test_report_and_diff_on_real_traces(tmp_path):
+    a, da = traced([PYTHON, str(PY_PROGRAMS / "torch_mlp.py")], tmp_path / "a", cwd=PY_PROGRAMS)
+    b, db = traced([PYTHON, str(PY_PROGRAMS / "torch_cnn.py")], tmp_path / "b", cwd=PY_PROGRAMS)
+    rep = run([SOL, "report", str(da), "--by", "site", "--format", "json"], preload=False)
+    assert rep.returncode == 0, rep.stderr
+    rows = json.loads(rep.stdout)["rows"]
+    assert any("at::native::" in f for row in rows for f in row["frames"])
+    svg = tmp_path / "flame.svg"
+    assert run([SOL, "report", str(db), "--flamegraph", str(svg)], preload=False).returncode == 0
+    assert svg.read_text().lstrip().startswith(("<?xml", "<svg"))
+    diff = run([SOL, "diff", str(da), str(db), "--format", "json"], preload=False)
+    assert diff.returncode == 0, diff.stderr
+    ops = json.loads(diff.stdout)["ops"]
+    assert any(o["op"] == "convolution" for o in ops["only_b"])
+    assert any(o["symbol"] == "dgemm_" for o in ops["only_a"])
