@@ -62,6 +62,8 @@ struct Cost {
   double bytes = 0;
 };
 Cost cost(const Node& node) noexcept;
+// Only the flops: cheap enough for routing every call.
+double flops(const Node& node) noexcept;
 // The same when the operands are already at hand (they give the bytes).
 Cost cost(const Node& node, const Operand* ops, int count) noexcept;
 

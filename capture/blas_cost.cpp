@@ -251,6 +251,12 @@ Cost cost(const Node& node, const Operand* ops, int count) noexcept {
     const double bytes = static_cast<double>(ops[i].bytes);
     c.bytes += (ops[i].read ? bytes : 0) + (ops[i].written ? bytes : 0);
   }
+  c.flops = flops(node);
+  return c;
+}
+
+double flops(const Node& node) noexcept {
+  Cost c;
 
   const BlasArgs& b = node.blas;
   const double m = static_cast<double>(std::max<int64_t>(b.m, 0));
@@ -312,7 +318,7 @@ Cost cost(const Node& node, const Operand* ops, int count) noexcept {
     case Op::rotm: c.flops = (cx ? 12 : 6) * n; break;
     default: break;
   }
-  return c;
+  return c.flops;
 }
 
 }  // namespace sol::capture::blas

@@ -1,6 +1,8 @@
 // What the interposition frontends call: the capture layer's entry points.
 #pragma once
 
+#include <atomic>
+
 #include "capture/node.hpp"
 
 namespace sol::config {
@@ -22,12 +24,34 @@ class NativeFn {
   void (*call_)(void*) noexcept;
 };
 
-// Reads the configuration into the capture layer (tracing, routing). Returns true when calls
-// must go through submit(), false when every call can go straight to native.
+// Reads the configuration into the capture layer (tracing, routing, verify). Returns true when
+// calls must go through submit(), false when every call can go straight to native.
 bool start(const config::Config& cfg) noexcept;
+
+// Asked once per symbol when capture is on: true when every call of `sym` may go straight to its
+// native definition `native` (under auto, when the program's own library is the best place for
+// all of them and nothing traces or verifies them). The symbol then bypasses SOL entirely.
+bool always_native(Sym sym, const void* native) noexcept;
+
+// The end of the process (exit(), _exit()...): trace summaries, the verify line. Idempotent.
+void finish_process(const char* how) noexcept;
 
 // One intercepted call that must be captured: record it, route it, run it. Never throws; any
 // failure inside falls back to `native`, so the caller always gets its result.
 void submit(Node& node, NativeFn native) noexcept;
+
+// Per symbol, from the router once its native library is known: nodes doing less work than this
+// go to native whatever else, and nothing is traced (0 until known, and whenever every node must
+// be planned or recorded). Lets the wrappers skip submit() for small calls on the default path.
+extern std::atomic<double> g_native_below[];
+
+namespace blas {
+double flops(const Node& node) noexcept;
+}
+
+inline bool native_first(const Node& node) noexcept {
+  const double below = g_native_below[static_cast<size_t>(node.sym)].load(std::memory_order_relaxed);
+  return below > 0 && blas::flops(node) < below;
+}
 
 }  // namespace sol::capture

@@ -28,8 +28,46 @@ enum class Op : uint8_t {
 #include "capture/ops.def"
 #undef SOL_OP
 };
+inline constexpr size_t kNumOps = 0
+#define SOL_OP(name, family) +1
+#include "capture/ops.def"
+#undef SOL_OP
+    ;
+inline constexpr size_t kNumDTypes = static_cast<size_t>(DType::s32) + 1;
 const char* op_name(Op op) noexcept;
 const char* op_family(Op op) noexcept;
+
+// float -> double with integer operations only. A floating-point conversion would set the FPU's
+// sticky flags (denormal operand; invalid for a signalling NaN) for values the routine may never
+// look at: the BLAS test programs pass uninitialised scalars to invalid calls, and gfortran
+// reports such flags when the program stops. The value is the same; signalling NaNs stay so.
+inline double widen(float f) noexcept {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  const uint64_t sign = static_cast<uint64_t>(u >> 31) << 63;
+  uint32_t exp = (u >> 23) & 0xff;
+  uint64_t man = u & 0x7fffff;
+  uint64_t bits;
+  if (exp == 0xff) {
+    bits = sign | (uint64_t{0x7ff} << 52) | (man << 29);
+  } else if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else {                                                      // denormal: normalise the mantissa
+      int shift = __builtin_clz(static_cast<uint32_t>(man)) - 8;  // leading zeros within 23 bits
+      man = (man << shift) & 0x7fffff;
+      bits = sign | (static_cast<uint64_t>(1023 - 126 - shift) << 52) | (man << 29);
+    }
+  } else {
+    bits = sign | (static_cast<uint64_t>(exp - 127 + 1023) << 52) | (man << 29);
+  }
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+inline double widen(double d) noexcept {
+  return d;
+}
 
 // A scalar argument (alpha, beta, the c and s of a rotation), widened to complex double.
 // Widening is exact for every BLAS scalar type, so a backend narrows it back without loss.
@@ -40,8 +78,9 @@ struct Scalar {
 
   Scalar() = default;
   constexpr explicit Scalar(double r, double i = 0) noexcept : re(r), im(i), present(true) {}
+  explicit Scalar(float r) noexcept : re(widen(r)), im(0), present(true) {}
   template <class T>
-  constexpr explicit Scalar(std::complex<T> c) noexcept : re(c.real()), im(c.imag()), present(true) {}
+  explicit Scalar(std::complex<T> c) noexcept : re(widen(c.real())), im(widen(c.imag())), present(true) {}
 
   // Reads a scalar passed by reference. BLAS may never read it (quick returns), so a null
   // pointer is recorded as absent rather than dereferenced.
@@ -122,14 +161,16 @@ struct Node {
   Op op;
   DType dtype;
   Ret ret;
-  void* result;  // where a Fortran shim (sdotsub_) or CBLAS _sub routine stores its result
+  void* result;        // where a Fortran shim (sdotsub_) or CBLAS _sub routine stores its result
+  const void* native;  // the symbol's native definition; nullptr: none, SOL's backends must serve it
   union {
     BlasArgs blas;
     DnnlExec dnnl;
     DnnlCall dnnl_call;
   };
 
-  Node(Sym s, Op o, DType d) noexcept : sym(s), api(symbol_api(s)), op(o), dtype(d), ret{}, result(nullptr) {
+  Node(Sym s, Op o, DType d) noexcept
+      : sym(s), api(symbol_api(s)), op(o), dtype(d), ret{}, result(nullptr), native(nullptr) {
     std::memset(static_cast<void*>(&blas), 0, sizeof blas);
   }
 };

@@ -226,6 +226,33 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
   return best;
 }
 
+std::string check_route(const RouteRule& rule) {
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> v = {"*", "blas1", "blas2", "blas3"};
+#define SOL_OP(name, family) v.push_back(#name);
+#include "capture/ops.def"
+#undef SOL_OP
+    return v;
+  }();
+  static const std::vector<std::string> dtypes = {"*", "f32", "f64", "c64", "c128"};
+  auto known = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  if (rule.backend.empty()) return "route.backend is missing";
+  std::vector<std::string> backends;
+  for (const char* b : kBackendNames)
+    if (std::string(b) != "auto") backends.emplace_back(b);
+  if (!known(backends, rule.backend))
+    return "route.backend = '" + rule.backend + "' is not a backend" + did_you_mean(rule.backend, backends);
+  if (!known(ops, rule.op))
+    return "route.op = '" + rule.op + "' is not an operation or family" + did_you_mean(rule.op, ops);
+  if (!known(dtypes, rule.dtype))
+    return "route.dtype = '" + rule.dtype + "' is not f32, f64, c64, c128 or *" +
+           did_you_mean(rule.dtype, dtypes);
+  if (rule.min_flops > rule.max_flops) return "route.min_flops is larger than route.max_flops";
+  return {};
+}
+
 std::string set_from_text(Config& cfg, Key key, std::string_view text) {
   switch (key) {
 #define SOL_KEY(field, toml, env, kind, def, min, max, help) \

@@ -83,10 +83,22 @@ struct Source {
   std::string where;  // "path:line:column" for the file, the variable's name for env
 };
 
+// A [[route]] table: nodes matching op, dtype and the flops range go to `backend` first.
+struct RouteRule {
+  std::string op = "*";     // an operation (gemm), a family (blas1, blas2, blas3) or "*"
+  std::string dtype = "*";  // f32, f64, c64, c128 or "*"
+  std::string backend;      // any name SOL_BACKEND accepts but auto
+  double min_flops = 0;
+  double max_flops = 1e300;
+  std::string where;  // file:line:column of the table
+};
+
 struct Config {
 #define SOL_KEY(field, toml, env, kind, def, min, max, help) CType<Kind::kind>::type field{};
 #include "config/keys.def"
 #undef SOL_KEY
+
+  std::vector<RouteRule> routes;  // in file order; the first that matches a node wins
 
   std::array<Source, kNumKeys> source;
   std::string file;                   // the TOML file that was read; empty when none

@@ -42,6 +42,8 @@ class Loader {
           prefix.empty() ? std::string(name.str()) : prefix + "." + std::string(name.str());
       if (const Key* k = find(key)) {
         apply(*k, key, node);
+      } else if (key == "route") {
+        routes(node);
       } else if (node.is_table() && is_prefix(key)) {
         walk(*node.as_table(), key);
       } else {
@@ -72,6 +74,49 @@ class Loader {
   std::string suggestion(const std::string& key) const {
     std::string n = nearest(key, known_);
     return n.empty() ? std::string() : " (did you mean '" + n + "'?)";
+  }
+
+  // [[route]]: an array of tables. A rule with any problem is dropped whole, with one line.
+  void routes(const toml::node& node) {
+    const auto* arr = node.as_array();
+    if (!arr || !arr->is_array_of_tables()) {
+      problem(node, "route must be an array of tables ([[route]]); ignored");
+      return;
+    }
+    for (const auto& el : *arr) {
+      RouteRule rule;
+      rule.where = where(path_, el.source());
+      std::string error;
+      for (const auto& [name, value] : *el.as_table()) {
+        const std::string key(name.str());
+        if (!error.empty()) break;
+        if (key == "op" || key == "dtype" || key == "backend") {
+          auto v = value.value_exact<std::string>();
+          if (!v) {
+            error = "route." + key + " must be a string, not " + std::string(toml_type(value));
+          } else {
+            (key == "op" ? rule.op : key == "dtype" ? rule.dtype : rule.backend) = *v;
+          }
+        } else if (key == "min_flops" || key == "max_flops") {
+          auto v = value.value<double>();  // an integer or a float
+          if (!v || *v < 0) {
+            error = "route." + key + " must be a number >= 0";
+          } else {
+            (key == "min_flops" ? rule.min_flops : rule.max_flops) = *v;
+          }
+        } else {
+          const std::vector<std::string> keys = {"op", "dtype", "backend", "min_flops", "max_flops"};
+          const std::string n = nearest(key, keys);
+          error = "unknown key 'route." + key + "'" + (n.empty() ? "" : " (did you mean '" + n + "'?)");
+        }
+      }
+      if (error.empty()) error = check_route(rule);
+      if (!error.empty()) {
+        cfg_.problems.push_back(rule.where + ": " + error + "; this [[route]] is ignored");
+        continue;
+      }
+      cfg_.routes.push_back(std::move(rule));
+    }
   }
 
   void problem(const toml::node& node, const std::string& what) {

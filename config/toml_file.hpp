@@ -11,6 +11,10 @@ namespace sol::config {
 // Reads a whole file. On failure returns false and sets `error` to strerror's text.
 bool read_file(const std::string& path, std::string& text, std::string& error);
 
+// "" when a [[route]] rule names a known op, dtype and backend and a sane flops range, else the
+// problem (config.cpp).
+std::string check_route(const RouteRule& rule);
+
 // Applies the keys of a parsed TOML document to `cfg`, recording sources and problems.
 void load_toml(Config& cfg, const std::string& path, const std::string& text);
 

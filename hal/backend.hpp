@@ -34,7 +34,8 @@ enum class Reason : uint8_t {
 const char* reason_text(Reason r) noexcept;
 const char* reason_name(Reason r) noexcept;
 
-// Device memory, for backends whose memory is not the host's. Defaults describe host memory.
+// Device memory, for backends whose memory is not the host's. The pointers it hands out may be
+// opaque handles (cl_mem for OpenCL), usable only with these functions and the backend itself.
 class DeviceMemory {
  public:
   virtual ~DeviceMemory() = default;
@@ -62,6 +63,12 @@ class Backend {
 
   // True for accelerators: under auto they take a node only above their size threshold.
   virtual bool accelerator() const noexcept { return false; }
+
+  // Before init(), whether this backend would be an accelerator here, if it can tell without
+  // initialising (from a cached device inventory, say). auto asks every process that calls BLAS,
+  // so it must be cheap; `unknown` makes the router initialise the backend to find out.
+  enum class Hint : uint8_t { no, yes, unknown };
+  virtual Hint accelerator_hint(const config::Config&) const noexcept { return Hint::no; }
   // Under auto, the least work (flops) worth sending here; 0 for CPU backends.
   virtual double min_flops() const noexcept { return 0; }
 

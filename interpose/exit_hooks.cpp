@@ -6,7 +6,7 @@
 
 #include <atomic>
 
-#include "capture/trace/trace.hpp"
+#include "capture/capture.hpp"
 #include "common/macros.hpp"
 
 namespace {
@@ -23,7 +23,7 @@ __attribute__((constructor)) void resolve_exits() {
 }
 
 [[noreturn]] void leave(std::atomic<ExitFn>& fn, int status, const char* how) {
-  sol::capture::trace::finish_process(how);  // no-op unless this process traced something
+  sol::capture::finish_process(how);  // trace summaries, the verify line: none if nothing to say
   if (ExitFn f = fn.load(std::memory_order_acquire)) f(status);
   // Called before our constructor ran (from another library's constructor): what libc would do.
   for (;;) ::syscall(SYS_exit_group, status);

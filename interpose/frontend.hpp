@@ -1,8 +1,8 @@
 // What the generated wrappers (build/generated/*.cpp) are made of. Not for other code.
 //
-// Hot path, taken whenever the process is in passthrough (native backend, no tracing): test the
-// mode word, jump to the native symbol through the wrapper's slot. The slot starts at a resolver
-// with the wrapper's own signature, so it is never null and needs no check.
+// Hot path: each symbol has a mode byte; when it is 0 the call jumps to the native symbol
+// through the wrapper's slot. The slot starts at a resolver with the wrapper's own signature,
+// so it is never null and needs no check.
 //
 // On x86-64 the exported entry point is a four-instruction stub (SOL_ENTRY): a C++ function
 // cannot tail-call through a pointer once arguments live on the stack (sgemm_ has 15), and the
@@ -31,30 +31,24 @@
 #if defined(__x86_64__) && defined(__ELF__)
 #define SOL_ASM_ENTRIES 1
 // endbr64 marks the stub as an indirect-branch target under CET and is a no-op elsewhere.
-#define SOL_ENTRY(name)           \
-  __asm__(                        \
-      ".text\n"                   \
-      ".globl " #name             \
-      "\n"                        \
-      ".type " #name              \
-      ", @function\n"             \
-      ".p2align 4\n" #name        \
-      ":\n"                       \
-      ".cfi_startproc\n"          \
-      "endbr64\n"                 \
-      "cmpl $0, sol_mode(%rip)\n" \
-      "jne sol_slow_" #name       \
-      "\n"                        \
-      "jmp *sol_slot_" #name      \
-      "(%rip)\n"                  \
-      ".cfi_endproc\n"            \
-      ".size " #name ", .-" #name "\n");
-#define SOL_ALIAS(alias, name) \
-  __asm__(".globl " #alias     \
-          "\n"                 \
-          ".type " #alias      \
-          ", @function\n"      \
+// clang-format off
+#define SOL_ENTRY(name, index)                     \
+  __asm__(".text\n"                                \
+          ".globl " #name "\n"                     \
+          ".type " #name ", @function\n"           \
+          ".p2align 4\n" #name ":\n"               \
+          ".cfi_startproc\n"                       \
+          "endbr64\n"                              \
+          "cmpb $0, sol_modes+" #index "(%rip)\n"  \
+          "jne sol_slow_" #name "\n"               \
+          "jmp *sol_slot_" #name "(%rip)\n"        \
+          ".cfi_endproc\n"                         \
+          ".size " #name ", .-" #name "\n");
+#define SOL_ALIAS(alias, name)                     \
+  __asm__(".globl " #alias "\n"                    \
+          ".type " #alias ", @function\n"          \
           ".set " #alias ", " #name "\n");
+// clang-format on
 #else
 #define SOL_ASM_ENTRIES 0
 #endif
@@ -63,34 +57,59 @@ namespace sol::interpose {
 
 using capture::Sym;
 
-// Process-wide mode. 0: passthrough. Otherwise a set of these bits.
+// Process-wide state. 0: initialised, nothing to capture. Otherwise a set of these bits.
 enum ModeBits : uint32_t {
   kNeedsInit = 1u << 0,  // configuration not read yet
   kCapture = 1u << 1,    // calls go through capture::submit()
 };
-extern std::atomic<uint32_t> g_mode SOL_ASM_NAME(sol_mode);
+extern std::atomic<uint32_t> g_mode;
 
-inline bool passthrough() noexcept {
-  return g_mode.load(std::memory_order_relaxed) == 0;
+// One byte per symbol, what its entry point tests: 0 sends calls straight to the native symbol,
+// anything else to the slow path. All start at 1 (nothing is known before the configuration is
+// read). A symbol goes to 0 when the whole process is in passthrough, or, under auto, once its
+// native library turned out to be the right place for all its calls.
+extern uint8_t g_modes[] SOL_ASM_NAME(sol_modes);
+
+inline bool passthrough(Sym s) noexcept {
+  return std::atomic_ref<uint8_t>(g_modes[static_cast<size_t>(s)]).load(std::memory_order_relaxed) == 0;
+}
+inline void set_passthrough(Sym s, bool on) noexcept {
+  std::atomic_ref<uint8_t>(g_modes[static_cast<size_t>(s)]).store(on ? 0 : 1, std::memory_order_relaxed);
 }
 
-// Reads the configuration and sets g_mode, once per process; called by libsol's constructor and
-// by any call that arrives before it ran.
+// Reads the configuration and sets the modes, once per process; called by libsol's constructor
+// and by any call that arrives before it ran.
 void ensure_init() noexcept;
 
-// The native definition of `s` (see native.cpp). Does not return when there is none.
-void* resolve(Sym s) noexcept;
+// Per symbol: 0 not looked up yet, 1 found (in g_native), 2 no loaded library defines it.
+extern std::atomic<uint8_t> g_native_state[];
+extern std::atomic<void*> g_native[];
+void* resolve_slow(Sym s) noexcept;
 
+// The native definition of `s` (see native.cpp), or nullptr when no loaded library defines it;
+// the answer is remembered either way.
+inline void* resolve(Sym s) noexcept {
+  const auto i = static_cast<size_t>(s);
+  if (SOL_LIKELY(g_native_state[i].load(std::memory_order_acquire) == 1))
+    return g_native[i].load(std::memory_order_relaxed);
+  return resolve_slow(s);
+}
+// Whether `s` was found to have no native definition.
+bool native_missing(Sym s) noexcept;
+
+// Resolves `s` into its wrapper's slot. nullptr when there is no native definition: the slot
+// keeps its resolver, the symbol's mode byte sends later calls to the slow path, and SOL's
+// backends serve them.
 template <class Fn>
 Fn resolve_slot(Sym s, std::atomic<Fn>& slot) noexcept {
   Fn fn = reinterpret_cast<Fn>(resolve(s));
-  slot.store(fn, std::memory_order_release);
+  if (fn) slot.store(fn, std::memory_order_release);
   return fn;
 }
 
 // One call on the slow path. Holds the re-entry guard for its lifetime: a call made while SOL
 // handles another on the same thread (a backend calling BLAS, the reference CBLAS calling the
-// Fortran BLAS) is not captured and goes to native.
+// Fortran BLAS) is not captured and goes to native, unless there is no native to go to.
 class SlowCall {
  public:
   SlowCall(Sym sym, capture::Op op, capture::DType dtype) noexcept;
@@ -103,7 +122,11 @@ class SlowCall {
 
   template <class F>
   void run(F&& native) noexcept {
-    capture::submit(node(), capture::NativeFn(native));
+    // Small calls that go to native anyway (auto with an unoptimized library) skip the executor.
+    if (capture::native_first(node()))
+      native();
+    else
+      capture::submit(node(), capture::NativeFn(native));
   }
 
  private:

@@ -1,4 +1,4 @@
-// Process start-up, the mode word and the re-entry guard.
+// Process start-up, the mode bytes and the re-entry guard.
 #include <unistd.h>
 
 #include <mutex>
@@ -12,10 +12,20 @@ namespace sol::interpose {
 
 constinit std::atomic<uint32_t> g_mode{kNeedsInit};
 
+constinit uint8_t g_modes[] = {
+#define SOL_SYMBOL(id, api, op, dtype, fields) 1,
+#include "symbols.inc"
+#undef SOL_SYMBOL
+};
+static_assert(sizeof g_modes == capture::kNumSymbols);
+
 namespace {
 
 // Depth of SOL's own handling of calls on this thread; > 0 means a call is re-entrant.
 constinit SOL_TLS int t_depth = 0;
+
+// Under auto, whether a symbol's routing was decided (see SlowCall).
+std::atomic<uint8_t> g_decided[capture::kNumSymbols];
 
 // Exit status of SOL_STRICT=1 on a configuration problem (sysexits.h: EX_CONFIG).
 constexpr int kStrictExit = 78;
@@ -43,6 +53,9 @@ void init_process() noexcept {
     log::write(log::Level::error, "error: initialisation failed; every call goes to native");
     mode = 0;
   }
+  // Nothing to capture: every symbol's entry point jumps straight to native.
+  if (!(mode & kCapture))
+    for (size_t i = 0; i < capture::kNumSymbols; ++i) set_passthrough(static_cast<Sym>(i), true);
   g_mode.store(mode, std::memory_order_release);
   --t_depth;
 }
@@ -62,10 +75,28 @@ void ensure_init() noexcept {
 }
 
 SlowCall::SlowCall(Sym sym, capture::Op op, capture::DType dtype) noexcept : capturing_(false) {
-  if (t_depth++ != 0) return;  // re-entrant, or a call made while initialising
-  ensure_init();
-  if (!(g_mode.load(std::memory_order_acquire) & kCapture)) return;
-  new (storage_) capture::Node(sym, op, dtype);
+  const bool outer = t_depth++ == 0;
+  if (outer) ensure_init();
+  // With no native definition there is nowhere else to go: SOL serves the call, even one made
+  // while it handles another.
+  void* native = resolve(sym);
+  if (native) {
+    if (!outer || !(g_mode.load(std::memory_order_acquire) & kCapture)) return;
+    // The first call of each symbol asks whether all its calls may go straight to native (under
+    // auto, when the program's own library is the best place for them): then its entry point
+    // stops coming here.
+    auto& decided = g_decided[static_cast<size_t>(sym)];
+    if (!decided.load(std::memory_order_acquire)) {
+      const bool direct = capture::always_native(sym, native);
+      decided.store(1, std::memory_order_release);
+      if (direct) {
+        set_passthrough(sym, true);
+        return;
+      }
+    }
+  }
+  auto* node = new (storage_) capture::Node(sym, op, dtype);
+  node->native = native;
   capturing_ = true;
 }
 

@@ -70,20 +70,25 @@ std::vector<std::string> read_argv() {
 }
 
 // RANK (torchrun), OMPI_COMM_WORLD_RANK (Open MPI), PMI_RANK (MPICH, Intel MPI).
-void set_identity(State& s) {
-  s.pid = ::getpid();
-  s.rank.reset();
+std::optional<long> env_rank() {
   for (const char* var : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
     const char* v = std::getenv(var);
     char* end = nullptr;
     if (!v || !*v) continue;
     const long r = std::strtol(v, &end, 10);
-    if (*end == '\0' && r >= 0) {
-      s.rank = r;
-      break;
-    }
+    if (*end == '\0' && r >= 0) return r;
   }
-  s.tag = (s.rank ? "r" + std::to_string(*s.rank) + "-" : std::string()) + std::to_string(s.pid);
+  return std::nullopt;
+}
+
+std::string make_tag(pid_t pid, const std::optional<long>& rank) {
+  return (rank ? "r" + std::to_string(*rank) + "-" : std::string()) + std::to_string(pid);
+}
+
+void set_identity(State& s) {
+  s.pid = ::getpid();
+  s.rank = env_rank();
+  s.tag = make_tag(s.pid, s.rank);
   s.start_mono_ns = monotonic_ns();
   s.start_unix_ns = realtime_ns();
 }
@@ -264,10 +269,6 @@ void after_fork_child() {
   set_identity(*s);
 }
 
-void at_exit() {
-  finish_process("exit");
-}
-
 }  // namespace
 
 uint64_t monotonic_ns() noexcept {
@@ -278,6 +279,10 @@ uint64_t monotonic_ns() noexcept {
 
 State* state() noexcept {
   return g_state.load(std::memory_order_acquire);
+}
+
+std::string process_tag() {
+  return make_tag(::getpid(), env_rank());
 }
 
 bool active() noexcept {
@@ -310,7 +315,6 @@ bool start(const config::Config& cfg) noexcept {
   }
   g_state.store(s, std::memory_order_release);
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-  std::atexit(at_exit);
   return true;
 }
 

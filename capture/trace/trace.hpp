@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "capture/node.hpp"
 
@@ -39,6 +40,10 @@ class Span {
 // created and forgotten when it is destroyed.
 void before_call(const Node& node) noexcept;
 void after_call(const Node& node) noexcept;
+
+// This process's file-name tag: "<pid>", or "r<rank>-<pid>" under RANK, OMPI_COMM_WORLD_RANK or
+// PMI_RANK. Verify mode names its file with it too.
+std::string process_tag();
 
 // Writes the summaries and closes the trace of this process: `how` is "exit", "_exit"...
 // Idempotent; a no-op in a process that recorded nothing.

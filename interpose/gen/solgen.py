@@ -6,6 +6,7 @@
 writes into DIR:
     symbols.inc      X-macro list of every native symbol: SOL_SYMBOL(id, api, op, dtype)
     blas_fortran.cpp Fortran BLAS wrappers (name_, name, NAME) and the reference CBLAS shims (namesub_)
+    fortran_call.cpp capture::blas::call_fortran() and fortran_routine(): a node through a Fortran routine
     blas_cblas.cpp   CBLAS wrappers
     dnnl.cpp         oneDNN C API wrappers
     exports.map      linker version script: exactly the wrapper names are exported
@@ -239,6 +240,74 @@ def cblas_fill(r, node="sol_node"):
     return lines
 
 
+def emit_fortran_calls(routines, out_path, src):
+    """capture::blas::call_fortran(): runs a column-major node through a Fortran BLAS routine
+    given by pointer (a backend's, or the program's native one), and fortran_routine(): which
+    routine computes a node's (op, dtype, real alpha)."""
+    lines = [GENERATED.format(src=src), '#include "capture/blas_call.hpp"', "",
+             "namespace sol::capture::blas {", "",
+             "void call_fortran(Sym routine, void* fn, Node& node) noexcept {",
+             "  const BlasArgs& b = node.blas;", "  switch (routine) {"]
+    table = {}
+    for r in routines:
+        sym = r.name + "_"
+        key = (r.op, r.dtype, real_alpha(r))
+        if key in table:
+            raise SystemExit("blas spec: %s and %s share (op, dtype, real alpha)" % (table[key], sym))
+        table[key] = sym
+        params = fortran_params(r)
+        lines.append("    case Sym::%s: {" % sym)
+        args = []
+        for a in r.args:
+            fc = a.field_class()
+            if fc == "int":
+                lines.append("      const int v_%s = static_cast<int>(b.%s);" % (a.name, a.name))
+                args.append("&v_%s" % a.name)
+            elif fc == "char":
+                lines.append("      const char v_%s = b.%s;" % (a.name, a.name))
+                args.append("&v_%s" % a.name)
+            elif fc == "scalar":
+                if a.complex:
+                    real = "float" if "float" in a.ctype else "double"
+                    lines.append("      const %s v_%s(static_cast<%s>(b.%s.re), static_cast<%s>(b.%s.im));"
+                                 % (a.ctype, a.name, real, a.name, real, a.name))
+                else:
+                    lines.append("      const %s v_%s = static_cast<%s>(b.%s.re);" % (a.ctype, a.name, a.ctype, a.name))
+                args.append("&v_%s" % a.name)
+            else:
+                const = "" if a.written else "const "
+                args.append("static_cast<%s%s*>(b.%s)" % (const, a.ctype, a.name))
+        args += ["1"] * sum(1 for a in r.args if a.is_char)
+        lines.append("      using Fn = %s (*)(%s);" % (r.ret_ctype(), c_decl(params)))
+        callexpr = "reinterpret_cast<Fn>(fn)(%s)" % ", ".join(args)
+        if r.ret is None:
+            lines.append("      %s;" % callexpr)
+        else:
+            lines.append("      node.ret.set(%s);" % callexpr)
+        lines.append("      return;")
+        lines.append("    }")
+    lines += ["    default:", "      return;", "  }", "}", "",
+              "namespace {", "",
+              "// fortran_routine()'s answers, indexed by operation, element type and real alpha.",
+              "struct RoutineTable {",
+              "  Sym at[kNumOps][kNumDTypes][2];",
+              "  constexpr RoutineTable() : at{} {",
+              "    for (auto& op : at)",
+              "      for (auto& dt : op) dt[0] = dt[1] = kNoRoutine;"]
+    for (op, dtype, ra), sym in table.items():
+        lines.append("    at[size_t(Op::%s)][size_t(DType::%s)][%d] = Sym::%s;" % (op, dtype, 1 if ra else 0, sym))
+    # Routines whose alpha is real by nature (cher, cherk...) answer whatever the flag says.
+    for (op, dtype, ra), sym in table.items():
+        if ra and (op, dtype, False) not in table:
+            lines.append("    at[size_t(Op::%s)][size_t(DType::%s)][0] = Sym::%s;" % (op, dtype, sym))
+    lines += ["  }", "};", "constexpr RoutineTable kRoutines;", "", "}  // namespace", "",
+              "Sym fortran_routine(Op op, DType dtype, bool real_alpha) noexcept {",
+              "  return kRoutines.at[size_t(op)][size_t(dtype)][real_alpha ? 1 : 0];",
+              "}", "", "}  // namespace sol::capture::blas", ""]
+    with open(out_path, "w") as f:
+        f.write("\n".join(lines))
+
+
 # ------------------------------------------------------------------------------------ oneDNN
 
 class DnnlFn:
@@ -305,8 +374,8 @@ def c_decl(params):
     return ", ".join(p[0] for p in params) or "void"
 
 
-def emit_wrapper(out, *, sym, export, aliases, ret, params, op, dtype, fill, header_checked=False):
-    """One exported function (plus aliases) forwarding to native symbol `sym`."""
+def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fill, header_checked=False):
+    """One exported function (plus aliases) forwarding to native symbol `sym` (the index-th symbol)."""
     decl, call = c_decl(params), c_call(params)
     fn = "%s_fn" % sym
     returns = ret != "void"
@@ -320,10 +389,12 @@ def emit_wrapper(out, *, sym, export, aliases, ret, params, op, dtype, fill, hea
     out.append("%s %s_resolve(%s) noexcept;" % (ret, sym, decl))
     out.append("SOL_SLOT(%s) std::atomic<%s> slot_%s SOL_ASM_NAME(sol_slot_%s){&%s_resolve};"
                % (sym, fn, sym, sym, sym))
-    out.append("%s %s_resolve(%s) noexcept {" % (ret, sym, decl))
-    out.append("  return sol::interpose::resolve_slot(Sym::%s, slot_%s)(%s);" % (sym, sym, call))
-    out.append("}")
     out.append("SOL_SLOW %s %s_slow(%s) noexcept SOL_ASM_NAME(sol_slow_%s);" % (ret, sym, decl, sym))
+    # No native definition anywhere: the slow path serves the call from SOL's backends.
+    out.append("%s %s_resolve(%s) noexcept {" % (ret, sym, decl))
+    out.append("  if (auto fn = sol::interpose::resolve_slot(Sym::%s, slot_%s)) return fn(%s);" % (sym, sym, call))
+    out.append("  return %s_slow(%s);" % (sym, call))
+    out.append("}")
     out.append("%s %s_slow(%s) noexcept {" % (ret, sym, decl))
     out.append("  sol::interpose::SlowCall sol_call(Sym::%s, sol::capture::Op::%s, sol::capture::DType::%s);"
                % (sym, op, dtype))
@@ -339,12 +410,12 @@ def emit_wrapper(out, *, sym, export, aliases, ret, params, op, dtype, fill, hea
     out.append("}")
     out.append("}  // namespace")
     out.append("#if SOL_ASM_ENTRIES")
-    out.append("SOL_ENTRY(%s)" % export)
+    out.append("SOL_ENTRY(%s, %d)" % (export, index))
     for alias in aliases:
         out.append("SOL_ALIAS(%s, %s)" % (alias, export))
     out.append("#else")
     out.append("extern \"C\" SOL_EXPORT %s %s(%s) noexcept {" % (ret, export, decl))
-    out.append("  if (SOL_LIKELY(sol::interpose::passthrough())) return %s(%s);" % (native, call))
+    out.append("  if (SOL_LIKELY(sol::interpose::passthrough(Sym::%s))) return %s(%s);" % (sym, native, call))
     out.append("  return %s_slow(%s);" % (sym, call))
     out.append("}")
     for alias in aliases:
@@ -382,7 +453,7 @@ def generate(blas_path, dnnl_path, out_dir):
     for r in routines:
         sym = r.name + "_"
         params = fortran_params(r)
-        emit_wrapper(fort, sym=sym, export=sym, aliases=[r.name, r.name.upper()], ret=r.ret_ctype(),
+        emit_wrapper(fort, sym=sym, index=len(symbols), export=sym, aliases=[r.name, r.name.upper()], ret=r.ret_ctype(),
                      params=params, op=r.op, dtype=r.dtype, fill=fortran_fill(r))
         symbols.append((sym, "blas", r.op, r.dtype, value_fields(r)))
         exports += [(sym, "blas"), (r.name, "blas"), (r.name.upper(), "blas")]
@@ -393,12 +464,13 @@ def generate(blas_path, dnnl_path, out_dir):
             sparams = [p for p in params if not p[0].startswith("size_t")]
             sparams.append(("%s* result" % res_ctype, "result"))
             fill = fortran_fill(r) + ["sol_node.result = result;"]
-            emit_wrapper(fort, sym=sub, export=sub, aliases=[], ret="void", params=sparams,
+            emit_wrapper(fort, sym=sub, index=len(symbols), export=sub, aliases=[], ret="void", params=sparams,
                          op=r.op, dtype=r.dtype, fill=fill)
             symbols.append((sub, "blas", r.op, r.dtype, value_fields(r)))
             exports.append((sub, "blas"))
     with open(os.path.join(out_dir, "blas_fortran.cpp"), "w") as f:
         f.write(file_footer(fort))
+    emit_fortran_calls(routines, os.path.join(out_dir, "fortran_call.cpp"), src)
 
     # CBLAS
     cb = file_header(src, ['"interpose/frontend.hpp"', "<cblas-netlib.h>"])
@@ -410,10 +482,10 @@ def generate(blas_path, dnnl_path, out_dir):
         fill = cblas_fill(r) + (["sol_node.result = result;"] if r.ret_complex() else [])
         ret = cblas_ret(r)
         if r.ret_complex():
-            emit_wrapper(cb, sym=name, export=name, aliases=[], ret="void", params=params,
+            emit_wrapper(cb, sym=name, index=len(symbols), export=name, aliases=[], ret="void", params=params,
                          op=r.op, dtype=r.dtype, fill=fill, header_checked=True)
         else:
-            emit_wrapper(cb, sym=name, export=name, aliases=[], ret=ret, params=params,
+            emit_wrapper(cb, sym=name, index=len(symbols), export=name, aliases=[], ret=ret, params=params,
                          op=r.op, dtype=r.dtype, fill=fill, header_checked=True)
         symbols.append((name, "cblas", r.op, r.dtype, (["layout"] if r.level >= 2 else []) + value_fields(r)))
         exports.append((name, "cblas"))
@@ -425,7 +497,7 @@ def generate(blas_path, dnnl_path, out_dir):
     dn = file_header(dsrc, ['"interpose/frontend.hpp"', "<oneapi/dnnl/dnnl.h>"])
     for fn in dnnl:
         params = [("%s %s" % (ty, name), name) for ty, name in fn.params]
-        emit_wrapper(dn, sym=fn.name, export=fn.name, aliases=[], ret=fn.ret, params=params,
+        emit_wrapper(dn, sym=fn.name, index=len(symbols), export=fn.name, aliases=[], ret=fn.ret, params=params,
                      op=fn.op, dtype=fn.dtype, fill=dnnl_fill(fn), header_checked=True)
         symbols.append((fn.name, "dnnl", fn.op, fn.dtype, dnnl_value_fields(fn)))
         exports.append((fn.name, "dnnl"))

@@ -24,11 +24,3 @@ def test_disable_makes_libsol_inert():
     assert r.returncode == 0
     assert r.stdout == "sdot=32\n"
     assert sol_lines(r.stderr) == []  # not even the bad backend name or the debug level is read
-
-
-def test_call_without_native_definition_names_the_symbol():
-    r = run([str(PROGRAMS / "no_native")], preload=False)
-    assert r.returncode != 0
-    lines = sol_lines(r.stderr)
-    assert len(lines) == 1, r.stderr
-    assert "sgemm_" in lines[0] and "no loaded library defines it" in lines[0]

@@ -12,6 +12,7 @@ int cmd_run(const Args& args);
 int cmd_config(const Args& args);
 int cmd_report(const Args& args);
 int cmd_diff(const Args& args);
+int cmd_backends(const Args& args);
 
 // Prints "sol: <message>" to stderr; returns `status` for `return fail(2, ...)`.
 int fail(int status, const std::string& message);

@@ -51,6 +51,8 @@ constexpr const char* kUsage =
     "  diff A B [--top N] [--format text|json|csv]\n"
     "                 what two surveys do differently: ops and call sites only in one, and the\n"
     "                 call and time deltas of the common ones\n"
+    "  backends       each backend: available or why not, what runs the work, which routines\n"
+    "                 it takes\n"
     "\n"
     "Environment variables and the TOML file are described in the README and in\n"
     "sol.example.toml.\n";
@@ -76,6 +78,7 @@ int main(int argc, char** argv) {
   if (verb == "run") return cmd_run(args);
   if (verb == "config") return cmd_config(args);
   if (verb == "report") return cmd_report(args);
+  if (verb == "backends") return cmd_backends(args);
   if (verb == "diff") return cmd_diff(args);
   return fail(2, "unknown command '" + verb + "' (try: sol --help)");
 }

@@ -1,0 +1,13 @@
+#pragma once
+
+#include <memory>
+
+#include "hal/backend.hpp"
+
+namespace sol::backends::onednn {
+
+// oneDNN's GEMM (dnnl_sgemm) for single-precision GEMM nodes. oneDNN 2.x has no double-precision
+// or complex GEMM; other BLAS nodes are declined with a reason and go elsewhere.
+std::unique_ptr<hal::Backend> create();
+
+}  // namespace sol::backends::onednn

@@ -1,0 +1,36 @@
+// The executor: runs one node where the router says, falling back along the plan. Eager for now
+// (each node is a graph of one, run at once); a lazy executor that batches nodes plugs in here,
+// between the frontends' submit() and the backends, without touching either.
+#pragma once
+
+#include "capture/blas.hpp"
+#include "capture/capture.hpp"
+#include "hal/router.hpp"
+
+namespace sol::config {
+struct Config;
+}
+
+namespace sol::capture {
+
+// Process-wide routing state, created by start() when any call may leave native.
+bool start_executor(const config::Config& cfg) noexcept;
+bool executor_active() noexcept;
+
+// Runs `node`; `native` calls the program's own symbol with the caller's arguments. Returns the
+// name of what ran it ("native", a backend's name, or "invalid" for a call the argument checks
+// rejected, which was reported through the program's xerbla_ / cblas_xerbla).
+const char* execute(Node& node, NativeFn native) noexcept;
+
+// Whether every call of `sym` goes to native under the current configuration (see
+// capture::always_native).
+bool executor_always_native(Sym sym, const void* native) noexcept;
+
+// The program's own library for a native definition, classified once per symbol.
+hal::NativeKind native_kind(Sym sym, const void* native) noexcept;
+
+// Reports an invalid call as the reference BLAS / CBLAS would, through the program's own
+// xerbla_ or cblas_xerbla (which may end the process). arg_errors.cpp.
+void report_invalid(const Node& node, const blas::ArgError& error) noexcept;
+
+}  // namespace sol::capture

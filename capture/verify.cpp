@@ -1,0 +1,259 @@
+#include "capture/verify.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "capture/trace/shape.hpp"
+#include "capture/trace/text.hpp"
+#include "capture/trace/trace.hpp"
+#include "common/log.hpp"
+#include "config/config.hpp"
+
+namespace sol::capture::verify {
+namespace {
+
+std::atomic<bool> g_on{false};
+std::atomic<uint64_t> g_checked{0}, g_mismatches{0};
+std::mutex g_file_mu;
+int g_fd = -1;
+bool g_file_failed = false;
+std::string* g_dir = nullptr;  // the trace directory; allocated once, never freed
+
+void* BlasArgs::*field_of(const char* name) noexcept {
+  static const struct {
+    const char* name;
+    void* BlasArgs::*field;
+  } fields[] = {{"a", &BlasArgs::a},    {"b", &BlasArgs::b},     {"c", &BlasArgs::c},
+                {"x", &BlasArgs::x},    {"y", &BlasArgs::y},     {"param", &BlasArgs::param},
+                {"ra", &BlasArgs::ra},  {"rb", &BlasArgs::rb},   {"rc", &BlasArgs::rc},
+                {"rs", &BlasArgs::rs},  {"rd1", &BlasArgs::rd1}, {"rd2", &BlasArgs::rd2},
+                {"rx1", &BlasArgs::rx1}};
+  for (const auto& f : fields)
+    if (std::strcmp(f.name, name) == 0) return f.field;
+  return nullptr;
+}
+
+bool single(DType d) noexcept {
+  return d == DType::f32 || d == DType::c64;
+}
+
+double epsilon(DType d) noexcept {
+  return single(d) ? 1.1920929e-7 : 2.220446049250313e-16;
+}
+
+// How long the sums behind each output element are: rounding errors grow with it.
+double depth(const Node& node) noexcept {
+  const BlasArgs& b = node.blas;
+  const double m = static_cast<double>(b.m), n = static_cast<double>(b.n), k = static_cast<double>(b.k);
+  switch (node.op) {
+    case Op::gemm:
+    case Op::syrk:
+    case Op::herk:
+    case Op::syr2k:
+    case Op::her2k: return std::max(1.0, 2 * k);
+    case Op::symm:
+    case Op::hemm:
+    case Op::trmm:
+    case Op::trsm: return std::max({1.0, m, n});
+    case Op::dot:
+    case Op::dotu:
+    case Op::dotc:
+    case Op::sdsdot:
+    case Op::dsdot:
+    case Op::asum:
+    case Op::nrm2: return std::max(1.0, n);
+    default: return std::max({1.0, m, n});
+  }
+}
+
+struct Diff {
+  double max_abs = 0;  // largest |got - want|
+  double scale = 0;    // largest |want| or |got|: errors are judged relative to it
+  bool nan = false;    // one side NaN where the other is not
+};
+
+template <class T>
+void compare_reals(const T* got, const T* want, size_t count, Diff& d) noexcept {
+  for (size_t i = 0; i < count; ++i) {
+    const double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
+    if (std::isnan(g) || std::isnan(w)) {
+      d.nan |= std::isnan(g) != std::isnan(w);
+      continue;
+    }
+    if (std::isinf(g) || std::isinf(w)) {
+      if (g != w) d.nan = true;
+      continue;
+    }
+    d.max_abs = std::max(d.max_abs, std::fabs(g - w));
+    d.scale = std::max({d.scale, std::fabs(g), std::fabs(w)});
+  }
+}
+
+void compare_bytes(const void* got, const void* want, size_t bytes, DType d, Diff& out) noexcept {
+  if (single(d))
+    compare_reals(static_cast<const float*>(got), static_cast<const float*>(want), bytes / sizeof(float),
+                  out);
+  else
+    compare_reals(static_cast<const double*>(got), static_cast<const double*>(want), bytes / sizeof(double),
+                  out);
+}
+
+// Function results: the routine's return type by operation and element type.
+void compare_result(const Node& node, const Node& ref, Diff& d, bool& exact_mismatch) noexcept {
+  switch (node.op) {
+    case Op::iamax: exact_mismatch = node.ret.get<int>() != ref.ret.get<int>(); return;
+    case Op::dsdot: compare_bytes(node.ret.bytes, ref.ret.bytes, sizeof(double), DType::f64, d); return;
+    case Op::sdsdot: compare_bytes(node.ret.bytes, ref.ret.bytes, sizeof(float), DType::f32, d); return;
+    case Op::dot:
+    case Op::dotu:
+    case Op::dotc:
+      compare_bytes(
+          node.ret.bytes, ref.ret.bytes,
+          single(node.dtype) ? (node.dtype == DType::c64 ? 8 : 4) : (node.dtype == DType::c128 ? 16 : 8),
+          node.dtype, d);
+      return;
+    case Op::asum:
+    case Op::nrm2:
+    case Op::cabs1:
+      compare_bytes(node.ret.bytes, ref.ret.bytes, single(node.dtype) ? 4 : 8, node.dtype, d);
+      return;
+    default: return;
+  }
+}
+
+bool open_file() {
+  if (g_fd >= 0) return true;
+  if (g_file_failed) return false;
+  const std::string& dir = *g_dir;
+  for (size_t pos = 1; pos <= dir.size(); ++pos)
+    if (pos == dir.size() || dir[pos] == '/') ::mkdir(dir.substr(0, pos).c_str(), 0755);
+  const std::string path = dir + "/sol-" + trace::process_tag() + ".verify.jsonl";
+  g_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (g_fd < 0) {
+    g_file_failed = true;
+    log::write(log::Level::warn, "verify: cannot write %s (%s); mismatches are only counted", path.c_str(),
+               std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+void record_mismatch(const Node& node, const char* backend, const char* against, const char* operand,
+                     const Diff& d, double tolerance, bool exact) noexcept {
+  const uint64_t n = g_mismatches.fetch_add(1, std::memory_order_relaxed) + 1;
+  char buf[2048], shape_buf[512], params_buf[256];
+  trace::Text shape(shape_buf, sizeof shape_buf), params(params_buf, sizeof params_buf);
+  trace::blas_shape(node, shape);
+  trace::blas_params(node, params);
+  trace::Text line(buf, sizeof buf);
+  line.lit("{\"mismatch\":").u64(n).lit(",\"symbol\":\"").str(symbol_name(node.sym)).lit("\",\"op\":\"");
+  line.str(op_name(node.op)).lit("\",\"dtype\":\"").str(dtype_name(node.dtype)).lit("\",\"shape\":\"");
+  line.raw(shape.data(), shape.size()).lit("\",\"params\":\"").raw(params.data(), params.size());
+  line.lit("\",\"backend\":\"").str(backend).lit("\",\"against\":\"").str(against);
+  line.lit("\",\"operand\":\"").str(operand).lit("\",\"max_abs_err\":").num(d.max_abs);
+  line.lit(",\"max_rel_err\":").num(d.scale > 0 ? d.max_abs / d.scale : (d.max_abs > 0 ? 1.0 : 0.0));
+  line.lit(",\"nan_mismatch\":")
+      .str(d.nan ? "true" : "false")
+      .lit(",\"exact_mismatch\":")
+      .str(exact ? "true" : "false");
+  line.lit(",\"tolerance\":").num(tolerance).lit("}\n");
+  SOL_LOG(debug, "verify: %s on %s differs from %s in %s (max abs error %g)", symbol_name(node.sym), backend,
+          against, operand, d.max_abs);
+  std::lock_guard<std::mutex> lock(g_file_mu);
+  if (open_file() && ::write(g_fd, line.data(), line.size()) < 0) {
+    // Counted anyway; the line on stderr at exit still reports it.
+  }
+}
+
+}  // namespace
+
+void start(const config::Config& cfg) noexcept {
+  if (!cfg.verify) return;
+  try {
+    g_dir = new std::string(cfg.trace_dir);
+  } catch (...) {
+    return;
+  }
+  g_on.store(true, std::memory_order_release);
+}
+
+bool enabled() noexcept {
+  return g_on.load(std::memory_order_relaxed);
+}
+
+bool Snapshot::take(const Node& node) noexcept {
+  try {
+    blas::Operand ops[blas::kMaxOperands];
+    const int n = blas::operands(node, ops);
+    for (int i = 0; i < n; ++i) {
+      if (!ops[i].written || !ops[i].bytes || !field_of(ops[i].name)) continue;
+      Copy c;
+      c.op = ops[i];
+      const auto* p = static_cast<const unsigned char*>(ops[i].ptr);
+      c.bytes.assign(p, p + ops[i].bytes);
+      copies_.push_back(std::move(c));
+    }
+    return true;
+  } catch (...) {
+    copies_.clear();
+    return false;
+  }
+}
+
+void Snapshot::check(const Node& node, const char* backend, const char* against,
+                     blas::FunctionRef<hal::Reason(Node&)> run) noexcept {
+  // The same call on the copies: written operands point into them, results stay in the node.
+  Node ref = node;
+  ref.ret = {};
+  ref.result = nullptr;
+  for (auto& c : copies_) ref.blas.*field_of(c.op.name) = c.bytes.data();
+  if (blas::with_column_major(ref, run) != hal::Reason::ok) {
+    SOL_LOG(debug, "verify: %s could not run %s; not checked", against, symbol_name(node.sym));
+    return;
+  }
+  g_checked.fetch_add(1, std::memory_order_relaxed);
+  const double tolerance = 64 * epsilon(node.dtype) * depth(node);
+  for (const auto& c : copies_) {
+    Diff d;
+    const DType dt = (node.op == Op::dsdot || node.op == Op::sdsdot) ? DType::f32 : node.dtype;
+    compare_bytes(c.op.ptr, c.bytes.data(), c.bytes.size(), dt, d);
+    if (d.nan || d.max_abs > tolerance * d.scale) {
+      record_mismatch(node, backend, against, c.op.name, d, tolerance, false);
+      return;
+    }
+  }
+  Diff d;
+  bool exact = false;
+  compare_result(node, ref, d, exact);
+  if (exact || d.nan || d.max_abs > tolerance * d.scale)
+    record_mismatch(node, backend, against, "result", d, tolerance, exact);
+}
+
+void finish() noexcept {
+  if (!enabled()) return;
+  const uint64_t checked = g_checked.load(), mismatches = g_mismatches.load();
+  if (checked == 0 && mismatches == 0) return;
+  log::write(mismatches ? log::Level::error : log::Level::warn, "verify: %llu checked, %llu mismatches",
+             static_cast<unsigned long long>(checked), static_cast<unsigned long long>(mismatches));
+  std::lock_guard<std::mutex> lock(g_file_mu);
+  if (g_fd >= 0) ::close(g_fd);
+  g_fd = -1;
+}
+
+void reset_after_fork() noexcept {
+  g_checked.store(0);
+  g_mismatches.store(0);
+  new (&g_file_mu) std::mutex;  // a lock held by a thread that does not exist in the child
+  if (g_fd >= 0) ::close(g_fd);
+  g_fd = -1;
+  g_file_failed = false;
+}
+
+}  // namespace sol::capture::verify

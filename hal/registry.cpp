@@ -1,0 +1,68 @@
+#include "hal/registry.hpp"
+
+#include "common/log.hpp"
+
+namespace sol::hal {
+
+Registry::Registry(const config::Config& cfg) : cfg_(cfg) {
+  for (const auto& e : builtin_backends()) {
+    auto slot = std::make_unique<Slot>();
+    slot->entry = &e;
+    slots_.push_back(std::move(slot));
+  }
+}
+
+Registry::Slot* Registry::find(std::string_view name) noexcept {
+  for (auto& s : slots_)
+    if (name == s->entry->name) return s.get();
+  return nullptr;
+}
+
+bool Registry::built(std::string_view name) const noexcept {
+  for (const auto& s : slots_)
+    if (name == s->entry->name) return true;
+  return false;
+}
+
+Backend* Registry::object(Slot& slot) noexcept {
+  std::call_once(slot.create_once, [&] {
+    try {
+      slot.object = slot.entry->create();
+    } catch (...) {
+      slot.object.reset();
+    }
+  });
+  return slot.object.get();
+}
+
+Backend* Registry::get(std::string_view name) noexcept {
+  Slot* slot = find(name);
+  if (!slot) return nullptr;
+  std::call_once(slot->init_once, [&] {
+    Backend* b = object(*slot);
+    std::string why;
+    if (b && b->init(cfg_, why)) {
+      SOL_LOG(info, "backend %s: %s", slot->entry->name, b->device().c_str());
+      slot->ready = b;
+    } else {
+      slot->why = !b ? "out of memory while creating it" : why.empty() ? "initialisation failed" : why;
+      SOL_LOG(info, "backend %s unavailable: %s", slot->entry->name, slot->why.c_str());
+    }
+  });
+  return slot->ready;
+}
+
+Backend::Hint Registry::accelerator_hint(std::string_view name) noexcept {
+  Slot* slot = find(name);
+  Backend* b = slot ? object(*slot) : nullptr;
+  return b ? b->accelerator_hint(cfg_) : Backend::Hint::no;
+}
+
+std::string Registry::why(std::string_view name) {
+  Slot* slot = find(name);
+  if (!slot) return "not built into this libsol";
+  get(name);
+  return slot->why;
+}
+
+}  // namespace sol::hal

@@ -1,0 +1,56 @@
+// Every backend SOL is built with, created and initialised on first use.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hal/backend.hpp"
+
+namespace sol::config {
+struct Config;
+}
+
+namespace sol::hal {
+
+struct BackendEntry {
+  const char* name;
+  BackendFactory create;
+};
+
+// The backends this build has, in preference order for documentation. Defined by
+// backends/registry.cpp from backends/registry.def: adding a backend is a folder and one line.
+const std::vector<BackendEntry>& builtin_backends() noexcept;
+
+class Registry {
+ public:
+  explicit Registry(const config::Config& cfg);
+
+  // The backend of this name, initialised at the first request (once, thread-safe). nullptr when
+  // it does not exist in this build or could not be initialised (see why()).
+  Backend* get(std::string_view name) noexcept;
+  // Why get(name) returned nullptr ("" otherwise).
+  std::string why(std::string_view name);
+  // The backend's accelerator_hint(), asked without initialising it.
+  Backend::Hint accelerator_hint(std::string_view name) noexcept;
+  // Whether a backend of this name was built in.
+  bool built(std::string_view name) const noexcept;
+
+ private:
+  struct Slot {
+    const BackendEntry* entry;
+    std::once_flag create_once, init_once;
+    std::unique_ptr<Backend> object;  // created, maybe not initialised
+    Backend* ready = nullptr;         // initialised successfully
+    std::string why;
+  };
+  Slot* find(std::string_view name) noexcept;
+  Backend* object(Slot& slot) noexcept;
+
+  const config::Config& cfg_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+};
+
+}  // namespace sol::hal

@@ -1,0 +1,163 @@
+#include "hal/router.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "config/config.hpp"
+
+namespace sol::hal {
+
+const char* native_kind_name(NativeKind k) noexcept {
+  switch (k) {
+    case NativeKind::missing: return "missing";
+    case NativeKind::other: return "unoptimized or unknown";
+    case NativeKind::openblas: return "OpenBLAS";
+    case NativeKind::mkl: return "MKL";
+    case NativeKind::blis: return "BLIS";
+  }
+  return "?";
+}
+
+void Plan::add(Backend* b, bool requested) noexcept {
+  if (closed()) return;
+  for (int i = 0; i < n; ++i)
+    if (at[i].backend == b) return;
+  if (n < kMax) at[n++] = {b, requested};
+}
+
+Backend* Router::Lazy::get(Registry& registry) noexcept {
+  if (SOL_LIKELY(done_.load(std::memory_order_acquire))) return backend_.load(std::memory_order_relaxed);
+  Backend* b = registry.get(name_);  // initialises it, once
+  backend_.store(b, std::memory_order_relaxed);
+  done_.store(true, std::memory_order_release);
+  return b;
+}
+
+Router::Target Router::target(const std::string& name) {
+  if (name == "auto") return {Target::automatic, Lazy()};
+  if (name == "native") return {Target::native, Lazy()};
+  return {Target::backend, Lazy(name)};
+}
+
+Router::Router(const config::Config& cfg, Registry& registry)
+    : rule_config_(cfg.routes),
+      registry_(registry),
+      min_accelerator_flops_(static_cast<double>(cfg.opencl_min_flops)) {
+  for (const auto& name : cfg.backend) preference_.push_back(target(name));
+  for (const auto& r : rule_config_) rules_.push_back(Rule{&r, target(r.backend)});
+}
+
+const std::vector<Backend*>& Router::accelerators() noexcept {
+  if (SOL_LIKELY(accelerators_done_.load(std::memory_order_acquire))) return accelerators_;
+  std::lock_guard<std::mutex> lock(accelerators_mu_);
+  if (!accelerators_done_.load(std::memory_order_relaxed)) {
+    try {
+      for (const auto& e : builtin_backends()) {
+        // Initialise only what may be an accelerator: a CPU backend costs nothing until used.
+        if (registry_.accelerator_hint(e.name) == Backend::Hint::no) continue;
+        Backend* b = registry_.get(e.name);
+        if (b && b->accelerator()) accelerators_.push_back(b);
+      }
+    } catch (...) {
+    }
+    accelerators_done_.store(true, std::memory_order_release);
+  }
+  return accelerators_;
+}
+
+Router::Rule* Router::rule_for(const capture::Node& node, double flops) noexcept {
+  for (auto& r : rules_) {
+    const config::RouteRule& c = *r.rule;
+    if (c.op != "*" && c.op != capture::op_name(node.op) && c.op != capture::op_family(node.op)) continue;
+    if (c.dtype != "*" && c.dtype != capture::dtype_name(node.dtype)) continue;
+    if (flops < c.min_flops || flops > c.max_flops) continue;
+    return &r;
+  }
+  return nullptr;
+}
+
+// auto: accelerators above their threshold, then the fastest CPU place, then native.
+void Router::add_auto(const capture::Node& node, double flops, NativeKind native, Plan& out) {
+  if (flops >= min_accelerator_flops_)
+    for (Backend* a : accelerators())
+      if (flops >= a->min_flops()) out.add(a, false);
+  // The program's own library when it is as fast as any, or when the call is so small that a
+  // library's fixed cost decides (the reference BLAS beats OpenBLAS on 2x2 matrices).
+  if (native != NativeKind::missing && (optimized(native) || flops < kSmallFlops)) {
+    out.add(nullptr, false);
+    return;
+  }
+  if (Backend* b = openblas_.get(registry_)) out.add(b, false);
+  if (node.op == capture::Op::gemm && node.dtype == capture::DType::f32)
+    if (Backend* b = onednn_.get(registry_)) out.add(b, false);
+  if (native != NativeKind::missing) out.add(nullptr, false);
+}
+
+void Router::add_target(Target& t, bool requested, const capture::Node& node, double flops, NativeKind native,
+                        Plan& out) {
+  switch (t.kind) {
+    case Target::automatic: add_auto(node, flops, native, out); break;
+    case Target::native:
+      if (native != NativeKind::missing) out.add(nullptr, requested);
+      break;
+    case Target::backend:
+      if (Backend* b = t.lazy.get(registry_)) out.add(b, requested);
+      break;
+  }
+}
+
+void Router::plan(const capture::Node& node, double flops, NativeKind native, Plan& out) {
+  out.n = 0;
+  out.rule = nullptr;
+  if (!rules_.empty())
+    if (Rule* r = rule_for(node, flops)) {
+      out.rule = r->rule->where.c_str();
+      add_target(r->target, true, node, flops, native, out);
+    }
+  for (auto& t : preference_) {
+    if (out.closed()) return;
+    add_target(t, t.kind != Target::automatic, node, flops, native, out);
+  }
+  if (out.closed()) return;
+  // Whatever was asked for, the program's own library and then the reference backend close every
+  // plan: a node is never left without somewhere to run.
+  if (native != NativeKind::missing) out.add(nullptr, false);
+  if (Backend* ref = reference_.get(registry_)) out.add(ref, false);
+}
+
+double Router::native_below(capture::Op op, capture::DType dtype, NativeKind native) {
+  if (native == NativeKind::missing || preference_.empty()) return 0;
+  for (const auto& r : rule_config_)
+    if ((r.op == "*" || r.op == capture::op_name(op) || r.op == capture::op_family(op)) &&
+        (r.dtype == "*" || r.dtype == capture::dtype_name(dtype)) && r.backend != "native")
+      return 0;
+  switch (preference_.front().kind) {
+    case Target::native: return 1e300;
+    case Target::backend: return 0;
+    case Target::automatic:
+      // See add_auto(): no accelerator takes less than min_accelerator_flops_, and below that an
+      // optimized native library, or a small call, stays native.
+      return optimized(native) ? min_accelerator_flops_ : std::min(kSmallFlops, min_accelerator_flops_);
+  }
+  return 0;
+}
+
+bool Router::always_native(capture::Op op, capture::DType dtype, NativeKind native) {
+  if (native == NativeKind::missing) return false;
+  for (const auto& r : rule_config_)
+    if ((r.op == "*" || r.op == capture::op_name(op) || r.op == capture::op_family(op)) &&
+        (r.dtype == "*" || r.dtype == capture::dtype_name(dtype)) && r.backend != "native")
+      return false;
+  if (preference_.empty()) return true;
+  switch (preference_.front().kind) {
+    case Target::native: return true;
+    case Target::backend: return false;
+    case Target::automatic:
+      // Native first at every size when it is an optimized library and no accelerator could take
+      // the large calls.
+      return optimized(native) && accelerators().empty();
+  }
+  return false;
+}
+
+}  // namespace sol::hal

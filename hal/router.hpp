@@ -1,0 +1,113 @@
+// Which backend runs a node: [[route]] rules, the configured preference, each backend's
+// supports(), and for auto a default order. A plan lists candidates best first; the executor
+// tries them in turn and falls back along the list.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "capture/node.hpp"
+#include "common/macros.hpp"
+#include "hal/registry.hpp"
+
+namespace sol::config {
+struct Config;
+struct RouteRule;
+}  // namespace sol::config
+
+namespace sol::hal {
+
+// What the program's own library for a symbol is, as far as routing cares.
+enum class NativeKind : uint8_t { missing, other, openblas, mkl, blis };
+const char* native_kind_name(NativeKind k) noexcept;
+// Libraries that are as fast as SOL's CPU backends: auto leaves work with them.
+inline bool optimized(NativeKind k) noexcept {
+  return k == NativeKind::openblas || k == NativeKind::mkl || k == NativeKind::blis;
+}
+
+struct Candidate {
+  Backend* backend;  // nullptr: the program's own library (native)
+  bool requested;    // named by the user (SOL_BACKEND or a [[route]]) rather than chosen by auto
+};
+
+struct Plan {
+  static constexpr int kMax = 8;
+  Candidate at[kMax];
+  int n = 0;
+  const char* rule = nullptr;  // the [[route]] that matched, for logs
+
+  void add(Backend* b, bool requested) noexcept;
+  // Native runs whatever it is given: candidates after it would never be tried.
+  bool closed() const noexcept { return n > 0 && at[n - 1].backend == nullptr; }
+};
+
+class Router {
+ public:
+  Router(const config::Config& cfg, Registry& registry);
+
+  // The order in which to try backends for a BLAS `node` doing `flops` of work, its native library
+  // being of kind `native`.
+  void plan(const capture::Node& node, double flops, NativeKind native, Plan& out);
+
+  // Whether every node of this operation would go to native first: then its symbol's calls can
+  // bypass SOL entirely (the process-wide passthrough, per symbol).
+  bool always_native(capture::Op op, capture::DType dtype, NativeKind native);
+
+  // Nodes of this operation doing less work than this go to native first, whatever else: the
+  // executor skips planning for them. 0 when every node must be planned.
+  double native_below(capture::Op op, capture::DType dtype, NativeKind native);
+
+  // Calls below this much work stay with an unoptimized native library under auto: the library
+  // call costs less there than a fast library's setup.
+  static constexpr double kSmallFlops = 20000;
+
+ private:
+  // A backend looked up by name once, at its first use: backends initialise only when a node
+  // may go to them, and every later lookup is one atomic load.
+  class Lazy {
+   public:
+    Lazy() = default;
+    explicit Lazy(std::string name) : name_(std::move(name)) {}
+    Lazy(const Lazy& o) : name_(o.name_) {}
+    Backend* get(Registry& registry) noexcept;
+    const std::string& name() const noexcept { return name_; }
+
+   private:
+    std::string name_;
+    std::atomic<Backend*> backend_{nullptr};
+    std::atomic<bool> done_{false};
+  };
+  // An entry of the preference list or the target of a rule.
+  struct Target {
+    enum Kind : uint8_t { backend, native, automatic } kind;
+    Lazy lazy;
+  };
+  struct Rule {
+    const config::RouteRule* rule;
+    Target target;
+  };
+
+  static Target target(const std::string& name);
+  void add_auto(const capture::Node& node, double flops, NativeKind native, Plan& out);
+  void add_target(Target& t, bool requested, const capture::Node& node, double flops, NativeKind native,
+                  Plan& out);
+  Rule* rule_for(const capture::Node& node, double flops) noexcept;
+  // Accelerator backends, found once. Only looked for when a node is large enough for the
+  // smallest threshold any could have (backends.opencl.min_flops).
+  const std::vector<Backend*>& accelerators() noexcept;
+
+  std::vector<config::RouteRule> rule_config_;
+  std::vector<Rule> rules_;
+  std::vector<Target> preference_;
+  Registry& registry_;
+  Lazy openblas_{"openblas"}, onednn_{"onednn"}, reference_{"reference"};
+  double min_accelerator_flops_;
+  std::mutex accelerators_mu_;
+  std::atomic<bool> accelerators_done_{false};
+  std::vector<Backend*> accelerators_;
+};
+
+}  // namespace sol::hal
