@@ -12,7 +12,7 @@ import pytest
 
 from conftest import PROGRAMS, PY_PROGRAMS, PYTHON, REFERENCE_BLAS_DIR, SOL, run, sol_lines
 
-BACKENDS = ["reference", "openblas", "onednn"]
+BACKENDS = ["reference", "openblas", "onednn", "opencl"]
 
 
 def backend_calls(trace_dir):

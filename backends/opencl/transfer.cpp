@@ -1,0 +1,469 @@
+#include "backends/opencl/transfer.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.hpp"
+
+namespace sol::backends::opencl {
+namespace {
+
+using capture::DType;
+using capture::Node;
+using capture::Op;
+using hal::Reason;
+
+size_t elem_size(DType d) noexcept {
+  switch (d) {
+    case DType::f32: return 4;
+    case DType::f64: return 8;
+    case DType::c64: return 8;
+    case DType::c128: return 16;
+    default: return 0;
+  }
+}
+
+// Geometry of operand `o` (named by operands()) of a valid column-major node.
+void shape_operand(const Node& node, Operand& o) {
+  const capture::BlasArgs& b = node.blas;
+  const char name = o.ext.name[0];
+  const bool na = notrans(b.transa);
+  auto vector = [&](int64_t n, int64_t inc) {
+    o.shape = Shape::vector;
+    o.n = std::max<int64_t>(n, 0);
+    o.inc = inc;
+  };
+  auto general = [&](int64_t rows, int64_t cols, int64_t ld) {
+    o.shape = Shape::general;
+    o.rows = rows;
+    o.cols = cols;
+    o.ld = ld;
+  };
+  auto triangle = [&](int64_t n, int64_t ld) {
+    o.shape = Shape::triangle;
+    o.rows = o.cols = n;
+    o.ld = ld;
+    o.upper = is_upper(b.uplo);
+  };
+  auto band = [&](int64_t rows, int64_t cols, int64_t kl, int64_t ku) {
+    o.shape = Shape::band;
+    o.upper = node.op == Op::gbmv || is_upper(b.uplo);
+    o.rows = rows;
+    o.cols = cols;
+    o.ld = b.lda;
+    o.kl = kl;
+    o.ku = ku;
+  };
+  auto packed = [&](int64_t n) {
+    o.shape = Shape::packed;
+    o.n = n;
+    o.upper = is_upper(b.uplo);
+  };
+  const bool hermitian = node.op == Op::hemm || node.op == Op::herk || node.op == Op::her2k ||
+                         node.op == Op::hemv || node.op == Op::hbmv || node.op == Op::hpmv ||
+                         node.op == Op::her || node.op == Op::her2 || node.op == Op::hpr ||
+                         node.op == Op::hpr2;
+
+  switch (node.op) {
+    case Op::gemm:
+      if (name == 'a') general(na ? b.m : b.k, na ? b.k : b.m, b.lda);
+      if (name == 'b') general(notrans(b.transb) ? b.k : b.n, notrans(b.transb) ? b.n : b.k, b.ldb);
+      if (name == 'c') general(b.m, b.n, b.ldc);
+      break;
+    case Op::symm:
+    case Op::hemm:
+      if (name == 'a') triangle(is_left(b.side) ? b.m : b.n, b.lda);
+      if (name == 'b') general(b.m, b.n, b.ldb);
+      if (name == 'c') general(b.m, b.n, b.ldc);
+      break;
+    case Op::syrk:
+    case Op::herk:
+    case Op::syr2k:
+    case Op::her2k:
+      if (name == 'a') general(na ? b.n : b.k, na ? b.k : b.n, b.lda);
+      if (name == 'b') general(na ? b.n : b.k, na ? b.k : b.n, b.ldb);
+      if (name == 'c') triangle(b.n, b.ldc);
+      break;
+    case Op::trmm:
+    case Op::trsm:
+      if (name == 'a') triangle(is_left(b.side) ? b.m : b.n, b.lda);
+      if (name == 'b') general(b.m, b.n, b.ldb);
+      o.unit = name == 'a' && is_unit(b.diag);
+      break;
+    case Op::gemv:
+    case Op::gbmv:
+      if (name == 'a' && node.op == Op::gemv) general(b.m, b.n, b.lda);
+      if (name == 'a' && node.op == Op::gbmv) band(b.m, b.n, b.kl, b.ku);
+      if (name == 'x') vector(na ? b.n : b.m, b.incx);
+      if (name == 'y') vector(na ? b.m : b.n, b.incy);
+      break;
+    case Op::symv:
+    case Op::hemv:
+    case Op::sbmv:
+    case Op::hbmv:
+    case Op::spmv:
+    case Op::hpmv:
+      if (name == 'a') {
+        if (node.op == Op::symv || node.op == Op::hemv)
+          triangle(b.n, b.lda);
+        else if (node.op == Op::spmv || node.op == Op::hpmv)
+          packed(b.n);
+        else
+          band(b.n, b.n, is_upper(b.uplo) ? 0 : b.k, is_upper(b.uplo) ? b.k : 0);
+      }
+      if (name == 'x') vector(b.n, b.incx);
+      if (name == 'y') vector(b.n, b.incy);
+      break;
+    case Op::trmv:
+    case Op::trsv:
+    case Op::tbmv:
+    case Op::tbsv:
+    case Op::tpmv:
+    case Op::tpsv:
+      if (name == 'a') {
+        if (node.op == Op::trmv || node.op == Op::trsv)
+          triangle(b.n, b.lda);
+        else if (node.op == Op::tpmv || node.op == Op::tpsv)
+          packed(b.n);
+        else
+          band(b.n, b.n, is_upper(b.uplo) ? 0 : b.k, is_upper(b.uplo) ? b.k : 0);
+        o.unit = is_unit(b.diag);
+      }
+      if (name == 'x') vector(b.n, b.incx);
+      break;
+    case Op::ger:
+    case Op::geru:
+    case Op::gerc:
+      if (name == 'x') vector(b.m, b.incx);
+      if (name == 'y') vector(b.n, b.incy);
+      if (name == 'a') general(b.m, b.n, b.lda);
+      break;
+    case Op::syr:
+    case Op::her:
+    case Op::syr2:
+    case Op::her2:
+    case Op::spr:
+    case Op::hpr:
+    case Op::spr2:
+    case Op::hpr2:
+      if (name == 'x') vector(b.n, b.incx);
+      if (name == 'y') vector(b.n, b.incy);
+      if (name == 'a') {
+        if (node.op == Op::spr || node.op == Op::hpr || node.op == Op::spr2 || node.op == Op::hpr2)
+          packed(b.n);
+        else
+          triangle(b.n, b.lda);
+      }
+      break;
+    default:  // level 1
+      if (name == 'x') vector(b.n, b.incx);
+      if (name == 'y') vector(b.n, b.incy);
+      break;
+  }
+  o.herm = hermitian && name != 'x' && name != 'y' && o.shape != Shape::general;
+}
+
+// Element offset of the diagonal entry of column j in a layout of leading dimension ld whose
+// band rows are shifted down by `shift`.
+int64_t diagonal_at(const Operand& o, int64_t j, int64_t ld, int64_t shift) noexcept {
+  switch (o.shape) {
+    case Shape::triangle: return j + j * ld;
+    case Shape::band: return shift + o.ku + j * ld;
+    case Shape::packed: return o.upper ? j * (j + 3) / 2 : j * (2 * o.n - j + 1) / 2;
+    default: return -1;
+  }
+}
+
+// Rows [first, last] of column j the routine reads or writes (empty when first > last).
+void column_range(const Operand& o, int64_t j, int64_t& first, int64_t& last) noexcept {
+  switch (o.shape) {
+    case Shape::general:
+      first = 0;
+      last = o.rows - 1;
+      break;
+    case Shape::triangle:
+      first = o.upper ? 0 : j;
+      last = o.upper ? j : o.rows - 1;
+      break;
+    case Shape::band:  // in band-storage rows: matrix row i is stored at row ku + i - j
+      first = std::max<int64_t>(0, o.ku - j);
+      last = std::min<int64_t>(o.kl + o.ku, o.ku + o.rows - 1 - j);
+      break;
+    default: first = 0; last = -1;
+  }
+}
+
+// Entries the reference does not read, in a copy with the device layout: a unit diagonal
+// entirely, a Hermitian diagonal's imaginary half.
+void clear_diagonal(const Operand& o, unsigned char* data, size_t es) noexcept {
+  if (!o.herm && !o.unit) return;
+  const int64_t n = o.shape == Shape::packed ? o.n : o.cols;
+  for (int64_t j = 0; j < n; ++j) {
+    unsigned char* d = data + static_cast<size_t>(diagonal_at(o, j, o.dld, o.shift)) * es;
+    if (o.unit)
+      std::memset(d, 0, es);
+    else
+      std::memset(d + es / 2, 0, es / 2);
+  }
+}
+
+// Copies the referenced rows of every column between the caller's layout (leading dimension
+// o.ld) and the device's (o.dld, rows shifted by o.shift).
+void copy_columns(const Operand& o, unsigned char* dst, const unsigned char* src, bool to_device,
+                  size_t es) noexcept {
+  const int64_t dst_ld = to_device ? o.dld : o.ld, src_ld = to_device ? o.ld : o.dld;
+  const int64_t dst_shift = to_device ? o.shift : 0, src_shift = to_device ? 0 : o.shift;
+  for (int64_t j = 0; j < o.cols; ++j) {
+    int64_t first, last;
+    column_range(o, j, first, last);
+    if (first > last) continue;
+    std::memcpy(dst + static_cast<size_t>(j * dst_ld + first + dst_shift) * es,
+                src + static_cast<size_t>(j * src_ld + first + src_shift) * es,
+                static_cast<size_t>(last - first + 1) * es);
+  }
+}
+
+// Where the device copy of an operand lives and how large it is.
+void device_layout(Operand& o, size_t es) noexcept {
+  switch (o.shape) {
+    case Shape::vector: o.device_bytes = static_cast<size_t>(o.n) * es; break;
+    case Shape::general:
+    case Shape::triangle: o.dld = std::max<int64_t>(o.rows, 1); break;
+    case Shape::band:
+      o.shift = o.widened && o.upper ? 1 : 0;
+      o.dld = o.kl + o.ku + 1 + (o.widened ? 1 : 0);
+      break;
+    case Shape::packed: o.device_bytes = static_cast<size_t>(o.n * (o.n + 1) / 2) * es; break;
+    case Shape::host: break;
+  }
+  if (o.dld) o.device_bytes = static_cast<size_t>(o.dld * std::max<int64_t>(o.cols, 0)) * es;
+}
+
+template <size_t ES>
+void gather_fixed(unsigned char* dst, const unsigned char* src, int64_t n, int64_t inc) noexcept {
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * ES, src + vector_at(i, n, inc) * ES, ES);
+}
+template <size_t ES>
+void scatter_fixed(unsigned char* dst, const unsigned char* src, int64_t n, int64_t inc) noexcept {
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + vector_at(i, n, inc) * ES, src + i * ES, ES);
+}
+void gather(unsigned char* dst, const unsigned char* src, int64_t n, int64_t inc, size_t es) noexcept {
+  switch (es) {
+    case 4: return gather_fixed<4>(dst, src, n, inc);
+    case 8: return gather_fixed<8>(dst, src, n, inc);
+    default: return gather_fixed<16>(dst, src, n, inc);
+  }
+}
+void scatter(unsigned char* dst, const unsigned char* src, int64_t n, int64_t inc, size_t es) noexcept {
+  switch (es) {
+    case 4: return scatter_fixed<4>(dst, src, n, inc);
+    case 8: return scatter_fixed<8>(dst, src, n, inc);
+    default: return scatter_fixed<16>(dst, src, n, inc);
+  }
+}
+
+}  // namespace
+
+int describe(const Node& node, Operand out[kMaxJobOperands]) {
+  capture::blas::Operand ext[capture::blas::kMaxOperands];
+  const int count = capture::blas::operands(node, ext);
+  const size_t es = elem_size(node.dtype);
+  int n = 0;
+  for (int i = 0; i < count && n < kMaxJobOperands; ++i) {
+    if (!ext[i].ptr) continue;
+    Operand& o = out[n++];
+    o = Operand{};
+    o.ext = ext[i];
+    shape_operand(node, o);
+    device_layout(o, es);
+  }
+  return n;
+}
+
+Reason reason_of(int status) noexcept {
+  switch (status) {
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+    case CL_OUT_OF_HOST_MEMORY: return Reason::out_of_memory;
+    case CLBlastNotImplemented: return Reason::op_unsupported;
+    default: return Reason::device_error;
+  }
+}
+
+Job::Job(Device& dev, const Node& node)
+    : dev_(dev), cl_(dev.cl()), queue_(dev.queue()), es_(elem_size(node.dtype)) {
+  count_ = describe(node, ops_);
+}
+
+Job::~Job() {
+  cl_.clFinish(queue_);
+  for (int i = 0; i < events_; ++i) cl_.clReleaseEvent(event_[i]);
+}
+
+int64_t Job::widen_diagonal_band() noexcept {
+  for (int i = 0; i < count_; ++i) {
+    Operand& o = ops_[i];
+    if (o.shape != Shape::band || o.kl + o.ku != 0) continue;
+    o.widened = true;
+    device_layout(o, es_);
+    return 1;
+  }
+  return 0;
+}
+
+const Operand* Job::find(char name) const noexcept {
+  for (int i = 0; i < count_; ++i)
+    if (ops_[i].ext.name[0] == name && ops_[i].ext.name[1] == '\0') return &ops_[i];
+  return nullptr;
+}
+
+cl_mem Job::buf(char name) const noexcept {
+  const Operand* o = find(name);
+  return o ? o->buf : nullptr;
+}
+
+size_t Job::ld(char name) const noexcept {
+  const Operand* o = find(name);
+  return o ? static_cast<size_t>(std::max<int64_t>(o->dld, 1)) : 1;
+}
+
+// Enqueues the copy of a read operand to the device: the caller's memory itself where the layouts
+// agree (a rectangle copy packs a general matrix with ld > rows), else a host copy in staging
+// slot `slot` (gathered vector, sanitised triangle, band or packed matrix).
+cl_int Job::write(int slot, Operand& o, cl_event* ev) {
+  const auto* host = static_cast<const unsigned char*>(o.ext.ptr);
+  const void* src = host;
+  if (o.shape == Shape::general && o.ld != o.dld) {
+    const size_t origin[3] = {0, 0, 0};
+    const size_t region[3] = {static_cast<size_t>(o.rows) * es_, static_cast<size_t>(o.cols), 1};
+    return cl_.clEnqueueWriteBufferRect(queue_, o.buf, CL_FALSE, origin, origin, region, o.dld * es_, 0,
+                                        o.ld * es_, 0, host, 0, nullptr, ev);
+  }
+  if (o.shape == Shape::vector && o.inc != 1) {
+    auto* stage = static_cast<unsigned char*>(dev_.staging(slot, o.device_bytes));
+    gather(stage, host, o.n, o.inc, es_);
+    src = stage;
+  } else if (o.shape == Shape::triangle || o.shape == Shape::band || o.herm || o.unit) {
+    auto* stage = static_cast<unsigned char*>(dev_.staging(slot, o.device_bytes));
+    if (o.shape == Shape::packed) {
+      std::memcpy(stage, host, o.device_bytes);
+    } else {
+      std::memset(stage, 0, o.device_bytes);
+      copy_columns(o, stage, host, true, es_);
+    }
+    clear_diagonal(o, stage, es_);
+    src = stage;
+  }
+  return cl_.clEnqueueWriteBuffer(queue_, o.buf, CL_FALSE, 0, o.device_bytes, src, 0, nullptr, ev);
+}
+
+Reason Job::upload() {
+  for (int i = 0; i < count_; ++i) {
+    Operand& o = ops_[i];
+    if (o.shape == Shape::host) continue;
+    if (cl_int err = dev_.buffer(i, o.device_bytes, o.buf); err != CL_SUCCESS) return fail(err, "allocation");
+    if (o.device_bytes == 0) continue;
+    cl_event ev = nullptr;
+    cl_int err;
+    if (o.ext.read) {
+      err = write(i, o, &ev);
+    } else {  // C or y with beta == 0 (or copy's y): not read, and no NaN of the caller's may survive
+      const unsigned char zero[16] = {};
+      err = cl_.clEnqueueFillBuffer(queue_, o.buf, zero, es_, 0, o.device_bytes, 0, nullptr, &ev);
+    }
+    if (err != CL_SUCCESS) return fail(err, o.ext.read ? "clEnqueueWriteBuffer" : "clEnqueueFillBuffer");
+    track(ev);
+  }
+  return Reason::ok;
+}
+
+Reason Job::scratch(int slot, size_t bytes, cl_mem& out) {
+  if (cl_int err = dev_.buffer(slot, bytes, out); err != CL_SUCCESS) return fail(err, "allocation");
+  return Reason::ok;
+}
+
+const void* Job::fetch(cl_mem mem, size_t bytes) {
+  Fetch& f = fetches_[fetch_count_];
+  f.mem = mem;
+  f.bytes = bytes;
+  f.host = dev_.staging(kStageResult + fetch_count_, bytes);
+  ++fetch_count_;
+  return f.host;
+}
+
+Reason Job::launch(cl_kernel k, size_t global, size_t local, const char* what) {
+  cl_event ev = nullptr;
+  const cl_int err =
+      cl_.clEnqueueNDRangeKernel(queue_, k, 1, nullptr, &global, local ? &local : nullptr, 0, nullptr, &ev);
+  if (err != CL_SUCCESS) return fail(err, what);
+  track(ev);
+  return Reason::ok;
+}
+
+Reason Job::clblast(CLBlastStatusCode status, cl_event ev, const char* what) {
+  if (ev) track(ev);
+  if (status != CLBlastSuccess) return fail(status, what);
+  return Reason::ok;
+}
+
+Reason Job::download() {
+  unsigned char* staged[kMaxJobOperands] = {};
+  for (int i = 0; i < count_; ++i) {
+    Operand& o = ops_[i];
+    if (!o.ext.written || o.shape == Shape::host || o.device_bytes == 0) continue;
+    staged[i] = static_cast<unsigned char*>(dev_.staging(kStageDown + i, o.device_bytes));
+    if (Reason r = read(o.buf, o.device_bytes, staged[i]); r != Reason::ok) return r;
+  }
+  for (int f = 0; f < fetch_count_; ++f)
+    if (Reason r = read(fetches_[f].mem, fetches_[f].bytes, fetches_[f].host); r != Reason::ok) return r;
+  if (cl_int err = cl_.clFinish(queue_); err != CL_SUCCESS) return fail(err, "clFinish");
+  for (int e = 0; e < events_; ++e) {
+    cl_int status = CL_COMPLETE;
+    cl_int err =
+        cl_.clGetEventInfo(event_[e], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+    if (err != CL_SUCCESS) return fail(err, "clGetEventInfo");
+    if (status < 0) return fail(status, "a device command");
+  }
+  for (int i = 0; i < count_; ++i)
+    if (staged[i]) store(ops_[i], staged[i]);
+  return Reason::ok;
+}
+
+Reason Job::fail(int status, const char* what) {
+  SOL_LOG(debug, "opencl: %s failed: %s (%d)", what, status_name(status), status);
+  return reason_of(status);
+}
+
+Reason Job::read(cl_mem mem, size_t bytes, void* host) {
+  cl_event ev = nullptr;
+  const cl_int err = cl_.clEnqueueReadBuffer(queue_, mem, CL_FALSE, 0, bytes, host, 0, nullptr, &ev);
+  if (err != CL_SUCCESS) return fail(err, "clEnqueueReadBuffer");
+  track(ev);
+  return Reason::ok;
+}
+
+void Job::track(cl_event ev) {
+  if (!ev) return;
+  if (events_ == kMaxEvents) {  // more commands than a node issues: keep the newest
+    cl_.clReleaseEvent(event_[0]);
+    std::memmove(event_, event_ + 1, sizeof(cl_event) * (kMaxEvents - 1));
+    --events_;
+  }
+  event_[events_++] = ev;
+}
+
+void Job::store(Operand& o, unsigned char* staged) {
+  auto* host = static_cast<unsigned char*>(o.ext.ptr);
+  if (o.herm) {  // the reference writes a Hermitian diagonal as real
+    const int64_t n = o.shape == Shape::packed ? o.n : o.cols;
+    for (int64_t j = 0; j < n; ++j)
+      std::memset(staged + static_cast<size_t>(diagonal_at(o, j, o.dld, o.shift)) * es_ + es_ / 2, 0,
+                  es_ / 2);
+  }
+  switch (o.shape) {
+    case Shape::vector: scatter(host, staged, o.n, o.inc, es_); break;
+    case Shape::packed: std::memcpy(host, staged, o.device_bytes); break;
+    default: copy_columns(o, host, staged, false, es_);
+  }
+}
+
+}  // namespace sol::backends::opencl

@@ -1,0 +1,186 @@
+// One node's data on the device: how each operand of a BLAS node is laid out, how it goes up
+// (gathered, sanitised, zero-filled) and how the elements the routine writes come back. See
+// blas.hpp for the rules; blas.cpp issues the commands in between.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "backends/opencl/device.hpp"
+#include "capture/blas.hpp"
+#include "capture/node.hpp"
+#include "hal/backend.hpp"
+
+namespace sol::backends::opencl {
+
+// BLAS character arguments, as the reference reads them (either case).
+inline char upper_case(char c) noexcept {
+  return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+}
+inline bool notrans(char t) noexcept {
+  return upper_case(t) == 'N';
+}
+inline bool is_upper(char u) noexcept {
+  return upper_case(u) == 'U';
+}
+inline bool is_left(char s) noexcept {
+  return upper_case(s) == 'L';
+}
+inline bool is_unit(char d) noexcept {
+  return upper_case(d) == 'U';
+}
+inline bool is_zero(const capture::Scalar& s) noexcept {
+  return s.re == 0 && s.im == 0;
+}
+inline bool is_one(const capture::Scalar& s) noexcept {
+  return s.re == 1 && s.im == 0;
+}
+
+// The logical i-th element of a vector of n elements at increment inc, as the reference indexes
+// it: a negative increment starts from the far end.
+inline size_t vector_at(int64_t i, int64_t n, int64_t inc) noexcept {
+  return static_cast<size_t>(inc >= 0 ? i * inc : (n - 1 - i) * -inc);
+}
+
+// The reason for an OpenCL or CLBlast status.
+hal::Reason reason_of(int status) noexcept;
+
+// A node has at most four memory operands on the device (gemm: a, b, c; rotm's param stays on
+// the host).
+inline constexpr int kMaxJobOperands = 4;
+
+// How an operand is laid out, beyond the extent capture::blas::operands() gives.
+enum class Shape : uint8_t {
+  vector,    // n elements at increment inc; on the device: contiguous, logical order
+  general,   // rows x cols, leading dimension ld
+  triangle,  // one triangle (upper) of an n x n matrix (rows = cols = n), ld
+  band,      // band storage: cols columns of ld entries; matrix rows `rows`, kl sub- and ku
+             // super-diagonals (sbmv/tbmv upper: kl = 0, ku = k; lower: kl = k, ku = 0)
+  packed,    // n(n+1)/2 elements, one triangle (upper) column by column
+  host,      // read on the host (rotm's param)
+};
+
+struct Operand {
+  capture::blas::Operand ext;  // pointer, extent, read/written
+  Shape shape = Shape::host;
+  int64_t rows = 0, cols = 0, ld = 0, kl = 0, ku = 0;
+  int64_t n = 0, inc = 1;
+  bool upper = false;
+  bool herm = false;  // Hermitian: the diagonal's imaginary parts are not read and are written as 0
+  bool unit = false;  // unit triangular: the diagonal is not read
+
+  // On the device, matrices are packed to the rows the routine references: leading dimension
+  // dld (rows, n, or kl + ku + 1 for a band). Only the data moves, however large the caller's
+  // leading dimension (a block of a big matrix in a LAPACK-style update). A widened band
+  // (Job::widen_diagonal_band) has one zero diagonal more, above (band rows shifted down by
+  // `shift` = 1) or below.
+  bool widened = false;
+  int64_t dld = 0, shift = 0;
+  size_t device_bytes = 0;
+  cl_mem buf = nullptr;
+};
+
+// The operands of a valid column-major BLAS node (pointer, extent and access from
+// capture::blas::operands, plus shape and device layout). Returns how many.
+int describe(const capture::Node& node, Operand out[kMaxJobOperands]);
+
+// Device buffer slots: operands use 0..3 (kMaxJobOperands), scratch the ones below. Host staging
+// slots: uploads 0..3, downloads 4..7, fetched results 8 and 9.
+inline constexpr int kSlotResult = 4;
+inline constexpr int kSlotResult2 = 5;
+inline constexpr int kSlotTemp = 6;
+
+// A local-memory kernel argument of `bytes`.
+struct Local {
+  size_t bytes;
+};
+
+// One node's trip through the device: upload, commands, download. The destructor waits for the
+// queue, so nothing the device does outlives the call (the uploads read the caller's memory
+// asynchronously). Methods returning a Reason log the OpenCL status at debug level.
+class Job {
+ public:
+  Job(Device& dev, const capture::Node& node);
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+  ~Job();
+
+  // CLBlast 1.5.3 takes a band with kl = ku = 0 for a full matrix (its matrix-vector kernels test
+  // kl == 0 && ku == 0 for "not banded") and then rejects lda < n. Such an operand goes to the
+  // device with one zero diagonal more (above for gbmv and upper triangles, below for lower).
+  // Call before upload(); returns 1 when it applies, to be added to the call's ku or k.
+  int64_t widen_diagonal_band() noexcept;
+
+  // Device buffers for every operand, filled as blas.hpp describes.
+  hal::Reason upload();
+
+  // The device buffer of operand `name` ('a', 'x'...), after upload(), and its leading
+  // dimension there (see Operand::dld).
+  cl_mem buf(char name) const noexcept;
+  size_t ld(char name) const noexcept;
+  cl_command_queue* queue() noexcept { return &queue_; }
+
+  // A scratch device buffer (results, partial sums, CLBlast's temporary).
+  hal::Reason scratch(int slot, size_t bytes, cl_mem& out);
+
+  // Reads `bytes` of `mem` back with the outputs (two at most); the returned host copy is valid
+  // once download() returned Reason::ok.
+  const void* fetch(cl_mem mem, size_t bytes);
+
+  // Sets a kernel's arguments in order (Local{bytes} for local memory).
+  template <class... A>
+  cl_int args(cl_kernel k, const A&... a) {
+    cl_uint index = 0;
+    cl_int err = CL_SUCCESS;
+    ((err = err == CL_SUCCESS ? set_arg(k, index++, a) : err), ...);
+    return err;
+  }
+
+  hal::Reason launch(cl_kernel k, size_t global, size_t local, const char* what);
+
+  // After a CLBlast call: its status and completion event.
+  hal::Reason clblast(CLBlastStatusCode status, cl_event ev, const char* what);
+
+  // Reads every written operand and fetched result into host staging, waits, checks every
+  // command, and only then stores the written elements into the caller's memory.
+  hal::Reason download();
+
+  hal::Reason fail(int status, const char* what);
+
+ private:
+  struct Fetch {
+    cl_mem mem;
+    size_t bytes;
+    void* host;
+  };
+
+  template <class A>
+  cl_int set_arg(cl_kernel k, cl_uint index, const A& a) {
+    if constexpr (std::is_same_v<A, Local>)
+      return cl_.clSetKernelArg(k, index, a.bytes, nullptr);
+    else
+      return cl_.clSetKernelArg(k, index, sizeof a, &a);
+  }
+  const Operand* find(char name) const noexcept;
+  cl_int write(int slot, Operand& o, cl_event* ev);
+  hal::Reason read(cl_mem mem, size_t bytes, void* host);
+  void track(cl_event ev);
+  void store(Operand& o, unsigned char* staged);
+
+  static constexpr int kMaxEvents = 16;
+  static constexpr int kStageDown = 4;
+  static constexpr int kStageResult = 8;
+  Device& dev_;
+  const ClApi& cl_;
+  cl_command_queue queue_;
+  size_t es_;
+  Operand ops_[kMaxJobOperands];
+  int count_ = 0;
+  cl_event event_[kMaxEvents] = {};
+  int events_ = 0;
+  Fetch fetches_[2] = {};
+  int fetch_count_ = 0;
+};
+
+}  // namespace sol::backends::opencl
