@@ -44,6 +44,12 @@ int cmd_config(const Args& args) {
     line += " = " + config::format_value(cfg, key);
     std::printf("%-44s # %s\n", line.c_str(), source_text(cfg.source[i]).c_str());
   }
+  for (const auto& r : cfg.routes) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "[[route]] op = \"%s\", dtype = \"%s\", backend = \"%s\", min_flops = %g, max_flops = %g",
+                  r.op.c_str(), r.dtype.c_str(), r.backend.c_str(), r.min_flops, r.max_flops);
+    std::printf("%-44s # %s\n", buf, r.where.c_str());
+  }
   return cfg.problems.empty() ? 0 : 1;
 }
 

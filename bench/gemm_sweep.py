@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""GEMM sweep: sgemm_/dgemm_ from 8 to 4096 on each backend against the native library (the
+system's libblas.so.3, OpenBLAS on Debian with libopenblas-dev), in one run.
+
+    gemm_sweep.py BUILD_DIR [--quick]
+
+Prints GFLOP/s per size and backend and each backend's time relative to native; checks that
+auto never picks something more than 5 % slower than native. Runs alternate per size; the best
+time per call of each is kept. The reference backend stops at 512, OpenCL (pocl on a CPU) at 2048:
+above that they take minutes per call.
+"""
+import os
+import subprocess
+import sys
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+QUICK = "--quick" in sys.argv
+LIBSOL = os.path.join(BUILD, "libsol.so")
+GEMM = os.path.join(BUILD, "bench", "bench_gemm")
+SIZES = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096] if not QUICK else [8, 64, 512, 1024]
+LIMITS = {"reference": 512, "opencl": 2048}
+VARIANTS = ["native", "auto", "openblas", "onednn", "reference", "opencl"]
+
+
+def env(variant):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SOL_") and k != "LD_PRELOAD"}
+    if variant != "native":
+        e.update(LD_PRELOAD=LIBSOL, SOL_BACKEND=variant, SOL_LOG="error")
+    return e
+
+
+def measure(variant, dtype, n):
+    budget = "0.3" if n < 2048 else "0.1"
+    out = subprocess.run([GEMM, dtype, str(n), budget], env=env(variant), capture_output=True, text=True,
+                         check=True).stdout.split()
+    return float(out[0])
+
+
+def main():
+    worst_auto = 0.0
+    for dtype in ("s", "d"):
+        print("%sgemm_  GFLOP/s (time relative to native)" % dtype)
+        print("%6s" % "n" + "".join("%20s" % v for v in VARIANTS))
+        for n in SIZES:
+            best = {}
+            for _ in range(2):  # two alternating rounds
+                for v in VARIANTS:
+                    if n > LIMITS.get(v, 1 << 30) or (v == "onednn" and dtype == "d"):
+                        continue
+                    t = measure(v, dtype, n)
+                    best[v] = min(best.get(v, t), t)
+            row = "%6d" % n
+            for v in VARIANTS:
+                if v not in best:
+                    row += "%20s" % "-"
+                    continue
+                gflops = 2.0 * n ** 3 / best[v] * 1e-9
+                row += "%12.2f (%5.2fx)" % (gflops, best[v] / best["native"])
+            print(row)
+            worst_auto = max(worst_auto, best["auto"] / best["native"])
+    print("auto: at worst %.3fx native's time (target <= 1.05): %s" % (worst_auto, "PASS" if worst_auto <= 1.05 else "FAIL"))
+
+
+if __name__ == "__main__":
+    main()
