@@ -39,7 +39,10 @@ bool tracing_ = false;
 
 // Per symbol: 0 unknown, else NativeKind + 1.
 std::atomic<uint8_t> g_kind[kNumSymbols];
-std::atomic<bool> g_native_below_set[kNumSymbols];
+// Per symbol: the router's native_below() once known (the wrappers' copy, g_native_below, stays
+// 0 while tracing or verifying, which must see every call; this one is the executor's own).
+std::atomic<double> g_below[kNumSymbols];
+std::atomic<bool> g_below_set[kNumSymbols];
 
 bool is_blas(Op op) noexcept {
   return op_family(op)[0] == 'b';
@@ -215,17 +218,14 @@ const char* execute(Node& node, NativeFn native) noexcept {
   const hal::NativeKind kind = native_kind(node.sym, node.native);
   const double flops = blas::flops(node);
   const auto s = static_cast<size_t>(node.sym);
-  if (SOL_UNLIKELY(!g_native_below_set[s].load(std::memory_order_acquire))) {
+  if (SOL_UNLIKELY(!g_below_set[s].load(std::memory_order_acquire))) {
     const double below = ex->router.native_below(node.op, node.dtype, kind);
+    g_below[s].store(below, std::memory_order_relaxed);
     // Tracing and verify look at every call: then the wrappers must not skip submit().
     if (!tracing_ && !ex->verify) g_native_below[s].store(below, std::memory_order_relaxed);
-    g_native_below_set[s].store(true, std::memory_order_release);
-    if (flops < below) {
-      native();
-      return "native";
-    }
+    g_below_set[s].store(true, std::memory_order_release);
   }
-  if (flops < g_native_below[s].load(std::memory_order_relaxed)) {
+  if (flops < g_below[s].load(std::memory_order_relaxed)) {
     native();  // the program's own library, with its own argument checks
     return "native";
   }

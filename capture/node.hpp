@@ -163,6 +163,9 @@ struct Node {
   Ret ret;
   void* result;        // where a Fortran shim (sdotsub_) or CBLAS _sub routine stores its result
   const void* native;  // the symbol's native definition; nullptr: none, SOL's backends must serve it
+  // Where on the stack the caller's return address is (its value is where the call came from);
+  // lets the tracer recognise a stack it has seen without walking it. 0 when unknown.
+  uintptr_t ret_slot;
   union {
     BlasArgs blas;
     DnnlExec dnnl;
@@ -170,7 +173,7 @@ struct Node {
   };
 
   Node(Sym s, Op o, DType d) noexcept
-      : sym(s), api(symbol_api(s)), op(o), dtype(d), ret{}, result(nullptr), native(nullptr) {
+      : sym(s), api(symbol_api(s)), op(o), dtype(d), ret{}, result(nullptr), native(nullptr), ret_slot(0) {
     std::memset(static_cast<void*>(&blas), 0, sizeof blas);
   }
 };

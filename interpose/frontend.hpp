@@ -30,6 +30,9 @@
 
 #if defined(__x86_64__) && defined(__ELF__)
 #define SOL_ASM_ENTRIES 1
+// The stack address of the slow path's return address, which is the caller's (the stub jumped):
+// frame pointer + 8. The generated wrappers are compiled with frame pointers for this.
+#define SOL_RET_SLOT() (reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 8)
 // endbr64 marks the stub as an indirect-branch target under CET and is a no-op elsewhere.
 // clang-format off
 #define SOL_ENTRY(name, index)                     \
@@ -51,6 +54,7 @@
 // clang-format on
 #else
 #define SOL_ASM_ENTRIES 0
+#define SOL_RET_SLOT() uintptr_t{0}
 #endif
 
 namespace sol::interpose {

@@ -13,7 +13,7 @@ void Dataflow::link_reads(uint32_t sig, uintptr_t lo, uintptr_t hi, Seen& seen) 
     // One edge per producer and call, however many of the call's operands it wrote.
     if (std::find(seen.ids, seen.ids + seen.count, from) != seen.ids + seen.count) continue;
     if (seen.count < Seen::kMax) seen.ids[seen.count++] = from;
-    ++edges_[static_cast<uint64_t>(from) << 32 | sig];
+    add_edge(static_cast<uint64_t>(from) << 32 | sig);
   }
 }
 
@@ -61,8 +61,24 @@ void Dataflow::record(uint32_t sig, const blas::Operand* ops, int n) noexcept {
   }
 }
 
+void Dataflow::add_edge(uint64_t key) noexcept {
+  if (key == last_edge_) {
+    ++last_count_;
+    return;
+  }
+  flush_edge();
+  last_edge_ = key;
+  last_count_ = 1;
+}
+
+void Dataflow::flush_edge() const {
+  if (last_count_) edges_[last_edge_] += last_count_;
+  last_count_ = 0;
+}
+
 std::vector<Dataflow::Edge> Dataflow::edges() const {
   std::lock_guard<std::mutex> lock(mu_);
+  flush_edge();
   std::vector<Edge> out;
   out.reserve(edges_.size());
   for (const auto& [key, count] : edges_)
@@ -74,6 +90,8 @@ void Dataflow::clear() noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   ranges_.clear();
   edges_.clear();
+  last_edge_ = ~uint64_t{0};
+  last_count_ = 0;
 }
 
 }  // namespace sol::capture::trace

@@ -40,9 +40,16 @@ class Dataflow {
   void link_reads(uint32_t sig, uintptr_t lo, uintptr_t hi, Seen& seen);
   void write(uint32_t sig, uintptr_t lo, uintptr_t hi);
 
+  void add_edge(uint64_t key) noexcept;
+  void flush_edge() const;
+
   mutable std::mutex mu_;
-  std::map<uintptr_t, Written> ranges_;           // disjoint [start, end) -> last writer
-  std::unordered_map<uint64_t, uint64_t> edges_;  // from << 32 | to -> count
+  std::map<uintptr_t, Written> ranges_;                   // disjoint [start, end) -> last writer
+  mutable std::unordered_map<uint64_t, uint64_t> edges_;  // from << 32 | to -> count
+  // The edge seen last and how often since: loops repeat one edge (y of one axpy read by the next)
+  // call after call, and counting here spares the hash map.
+  mutable uint64_t last_edge_ = ~uint64_t{0};
+  mutable uint64_t last_count_ = 0;
 };
 
 }  // namespace sol::capture::trace

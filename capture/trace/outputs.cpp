@@ -88,7 +88,7 @@ Merged merge(State& s) {
     m.sigs.resize(s.sigs.size());
     m.sites.resize(s.sites.size());
     for (ThreadState* t : s.threads) {
-      std::lock_guard<std::mutex> tl(t->mu);
+      std::lock_guard<SpinLock> tl(t->mu);
       for (size_t i = 0; i < t->sigs.size() && i < m.sigs.size(); ++i) {
         const SigStats& a = t->sigs[i];
         SigStats& b = m.sigs[i];

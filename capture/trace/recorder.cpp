@@ -117,14 +117,6 @@ bool ensure_files(State& s) noexcept {
   if (f != 0) return f > 0;
   std::lock_guard<std::mutex> lock(s.open_mu);
   if (s.files.load(std::memory_order_relaxed) != 0) return s.files.load(std::memory_order_relaxed) > 0;
-  std::string error;
-  const std::string path = s.path(".trace.json");
-  if (!make_dirs(s.dir, error) || !s.json.open(path, error)) {
-    log::write(log::Level::warn, "cannot write trace files in %s (%s); tracing is off, the program runs on",
-               s.dir.c_str(), error.c_str());
-    s.files.store(-1, std::memory_order_release);
-    return false;
-  }
   std::string command;
   for (const auto& a : s.argv) command += (command.empty() ? "" : " ") + a;
   char buf[4096];
@@ -133,7 +125,14 @@ bool ensure_files(State& s) noexcept {
       .i64(s.pid)
       .lit(",\"tid\":0,\"args\":{\"name\":");
   t.json(command.size() > 3000 ? command.substr(0, 3000).c_str() : command.c_str()).lit("}}");
-  s.json.append(t.data(), t.size());
+  std::string error;
+  const std::string path = s.path(".trace.json");
+  if (!make_dirs(s.dir, error) || !s.json.open(path, t.data(), t.size(), error)) {
+    log::write(log::Level::warn, "cannot write trace files in %s (%s); tracing is off, the program runs on",
+               s.dir.c_str(), error.c_str());
+    s.files.store(-1, std::memory_order_release);
+    return false;
+  }
   s.files.store(1, std::memory_order_release);
   return true;
 }
@@ -146,6 +145,7 @@ ThreadState* thread_state(State& s) noexcept {
   if (!t) return nullptr;
   t->generation = gen;
   t->tid = static_cast<pid_t>(::syscall(SYS_gettid));
+  t->stack_hi = Unwinder::stack_top();
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.threads.push_back(t);
@@ -324,14 +324,23 @@ Span::Span(const Node& node) noexcept {
   ThreadState* t = thread_state(*s);
   if (!t) return;
   if (s->stacks) {
-    uintptr_t ips[256];
-    const int n = s->unwinder.capture(ips, s->depth);
-    try {
-      site_ = site_id(*s, *t, node.sym, ips, n);
-    } catch (...) {
-      site_ = 0;
+    const auto sym = static_cast<uint32_t>(node.sym);
+    site_ = t->stacks.find(sym, node.ret_slot);
+    if (!site_) {
+      // A stack not seen from here before: walk it, and remember where its return addresses are,
+      // so that the next time it is recognised without a walk.
+      uintptr_t ips[256], slots[256];
+      try {
+        const int n = s->unwinder.capture(ips, s->depth);
+        site_ = site_id(*s, *t, node.sym, ips, n);
+        if (Unwinder::find_slots(node.ret_slot, ips, n, t->stack_hi, slots) == n)
+          t->stacks.add(sym, node.ret_slot, ips, slots, n, site_);
+      } catch (...) {
+        site_ = 0;
+      }
     }
   }
+  thread_ = t;
   on_ = true;
   t0_ = monotonic_ns();
 }
@@ -340,8 +349,8 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   if (!on_) return;
   const uint64_t t1 = monotonic_ns();
   State* s = g_state.load(std::memory_order_acquire);
-  ThreadState* t = s ? thread_state(*s) : nullptr;
-  if (!t || s->finished.load(std::memory_order_relaxed)) return;
+  ThreadState* t = thread_;  // a fork in between would have run after_fork_child: not here
+  if (!s || s->finished.load(std::memory_order_relaxed)) return;
   const uint64_t dur = t1 - t0_;
 
   // What the call computed, and the signature it belongs to. The hash covers everything the
@@ -412,11 +421,17 @@ void Span::finish(const Node& node, const char* backend) noexcept {
       .lit(",\"dur\":")
       .usec(dur)
       .ch('}');
-  if (!e.truncated()) s->json.append(e.data(), e.size());
-
-  // Aggregates.
+  // Into the thread's buffer, with the aggregates, under the thread's own (uncontended) lock.
   try {
-    std::lock_guard<std::mutex> lock(t->mu);
+    std::lock_guard<SpinLock> lock(t->mu);
+    if (!e.truncated()) {
+      if (t->out_used + e.size() > ThreadState::kOut) {
+        s->json.write(t->out, t->out_used);
+        t->out_used = 0;
+      }
+      std::memcpy(t->out + t->out_used, e.data(), e.size());
+      t->out_used += e.size();
+    }
     if (t->sigs.size() <= sig_id) t->sigs.resize(sig_id + 1);
     SigStats& st = t->sigs[sig_id];
     ++st.calls;
@@ -455,6 +470,15 @@ void finish_process(const char* how) noexcept {
   if (!s || s->pid != ::getpid()) return;  // a vfork child shares our memory: leave it alone
   if (s->finished.exchange(true, std::memory_order_acq_rel)) return;
   if (s->files.load(std::memory_order_acquire) <= 0) return;
+  {
+    // Every thread's last events, then the end of the array.
+    std::lock_guard<std::mutex> lock(s->mu);
+    for (ThreadState* t : s->threads) {
+      std::lock_guard<SpinLock> tl(t->mu);
+      s->json.write(t->out, t->out_used);
+      t->out_used = 0;
+    }
+  }
   s->json.close("\n]\n");
   write_outputs(*s, how);
 }

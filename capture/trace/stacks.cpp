@@ -3,7 +3,9 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +36,7 @@ bool Unwinder::load(std::string& why) noexcept {
     why = "libunwind.so.8 has no unw_backtrace";
     return false;
   }
+
   // A per-thread cache of unwind information makes repeated stacks cheap (heaptrack does the same).
   if (set_policy && space) set_policy(*space, kCachePerThread);
 
@@ -81,6 +84,68 @@ int Unwinder::capture(uintptr_t* ips, int max) const noexcept {
   int count = 0;
   for (int i = first; i < n && count < max; ++i) ips[count++] = reinterpret_cast<uintptr_t>(raw[i]);
   return count;
+}
+
+int Unwinder::find_slots(uintptr_t slot, const uintptr_t* ips, int n, uintptr_t stack_hi,
+                         uintptr_t* slots) noexcept {
+  if (!slot || n <= 0 || !stack_hi || slot >= stack_hi || *reinterpret_cast<const uintptr_t*>(slot) != ips[0])
+    return 0;
+  slots[0] = slot;
+  // A frame larger than this (a big array on the stack) ends the search: the stack is then
+  // simply not cached.
+  constexpr uintptr_t kMaxFrame = 1 << 16;
+  for (int k = 1; k < n; ++k) {
+    uintptr_t p = slots[k - 1] + sizeof(uintptr_t);
+    const uintptr_t end = std::min(stack_hi, p + kMaxFrame);
+    while (p + sizeof(uintptr_t) <= end && *reinterpret_cast<const uintptr_t*>(p) != ips[k])
+      p += sizeof(uintptr_t);
+    if (p + sizeof(uintptr_t) > end) return k;
+    slots[k] = p;
+  }
+  return n;
+}
+
+uintptr_t Unwinder::stack_top() noexcept {
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return 0;
+  void* base = nullptr;
+  size_t size = 0;
+  const int rc = pthread_attr_getstack(&attr, &base, &size);
+  pthread_attr_destroy(&attr);
+  return rc == 0 ? reinterpret_cast<uintptr_t>(base) + size : 0;
+}
+
+size_t StackCache::set_of(uint32_t sym, uintptr_t slot, uintptr_t ip) noexcept {
+  uint64_t h = (slot * 0x9e3779b97f4a7c15ull) ^ (ip * 0xc2b2ae3d27d4eb4full) ^ sym;
+  return static_cast<size_t>(h ^ (h >> 29)) % kSets;
+}
+
+uint32_t StackCache::find(uint32_t sym, uintptr_t slot) const noexcept {
+  if (!slot) return 0;
+  const uintptr_t ip = *reinterpret_cast<const uintptr_t*>(slot);
+  const Entry* way = &entries_[set_of(sym, slot, ip) * kWays];
+  for (size_t w = 0; w < kWays; ++w) {
+    const Entry& e = way[w];
+    if (e.slot != slot || e.ip != ip || e.sym != sym) continue;
+    size_t k = 1;
+    while (k < e.slots.size() && *reinterpret_cast<const uintptr_t*>(e.slots[k]) == e.ips[k]) ++k;
+    if (k == e.slots.size()) return e.site;
+  }
+  return 0;
+}
+
+void StackCache::add(uint32_t sym, uintptr_t slot, const uintptr_t* ips, const uintptr_t* slots, int n,
+                     uint32_t site) {
+  if (!slot || n == 0 || slots[0] != slot || site == 0) return;
+  const size_t set = set_of(sym, slot, ips[0]);
+  Entry& e = entries_[set * kWays + next_[set]];
+  next_[set] = static_cast<uint8_t>((next_[set] + 1) % kWays);
+  e.slot = slot;
+  e.ip = ips[0];
+  e.sym = sym;
+  e.site = site;
+  e.ips.assign(ips, ips + n);
+  e.slots.assign(slots, slots + n);
 }
 
 std::string describe_frame(uintptr_t ip) {

@@ -1,6 +1,7 @@
 // The trace recorder's process state, shared by recorder.cpp (per call) and outputs.cpp (at exit).
 #pragma once
 
+#include <sched.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -14,8 +15,8 @@
 
 #include "capture/node.hpp"
 #include "capture/trace/dataflow.hpp"
-#include "capture/trace/mapped_file.hpp"
 #include "capture/trace/stacks.hpp"
+#include "capture/trace/trace_file.hpp"
 
 namespace sol::capture::trace {
 
@@ -42,6 +43,20 @@ struct SiteStats {
   uint64_t calls = 0, total_ns = 0;
 };
 
+// A lock for data one thread updates on every call and others read only at exit or fork: a
+// test-and-set, a fraction of a pthread mutex's cost when uncontended, which is nearly always.
+class SpinLock {
+ public:
+  void lock() noexcept {
+    while (flag_.exchange(true, std::memory_order_acquire))
+      while (flag_.load(std::memory_order_relaxed)) sched_yield();
+  }
+  void unlock() noexcept { flag_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> flag_{false};
+};
+
 // Per thread, created at its first traced call and kept until the process ends, so that threads
 // that finished early still count. The thread updates its own counters under `mu`, which is
 // uncontended except at exit, when they are merged.
@@ -66,13 +81,19 @@ struct ThreadState {
 
   uint64_t generation = 0;  // the fork generation it belongs to
   pid_t tid = 0;
-  std::mutex mu;
+  SpinLock mu;
   std::vector<SigStats> sigs;    // by signature id
   std::vector<SiteStats> sites;  // by site id
   // Direct-mapped caches of ids, so a repeated signature or stack does not take the global lock.
   SigEntry sig_cache[kCache];
   CacheEntry site_cache[kCache];
   ParamsEntry params_cache[64];
+  StackCache stacks;       // only this thread touches it
+  uintptr_t stack_hi = 0;  // the upper end of this thread's stack
+  // trace.json events not yet written (see TraceFile), under `mu`.
+  static constexpr size_t kOut = 65536;
+  size_t out_used = 0;
+  char out[kOut];
 };
 
 struct State {
@@ -94,7 +115,7 @@ struct State {
   // Files. 0: not yet opened (they are created at the first call), 1: open, -1: cannot be written.
   std::atomic<int> files{0};
   std::mutex open_mu;
-  MappedFile json;
+  TraceFile json;
   std::atomic<uint64_t> seq{0};
   std::atomic<bool> finished{false};
 

@@ -24,17 +24,32 @@ class Text {
       n = cap_ - len_;
       truncated_ = true;
     }
-    std::memcpy(buf_ + len_, s, n);
+    copy(buf_ + len_, s, n);
     len_ += n;
     return *this;
   }
   Text& ch(char c) noexcept { return raw(&c, 1); }
 
   Text& u64(uint64_t v) noexcept {
+    // Two digits per step from a table: half the multiplications of a digit-by-digit loop.
+    static constexpr char kPairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
     char tmp[24];
     int i = sizeof tmp;
-    do tmp[--i] = static_cast<char>('0' + v % 10);
-    while (v /= 10);
+    while (v >= 100) {
+      const unsigned pair = static_cast<unsigned>(v % 100) * 2;
+      v /= 100;
+      tmp[--i] = kPairs[pair + 1];
+      tmp[--i] = kPairs[pair];
+    }
+    if (v >= 10) {
+      tmp[--i] = kPairs[v * 2 + 1];
+      tmp[--i] = kPairs[v * 2];
+    } else {
+      tmp[--i] = static_cast<char>('0' + v);
+    }
     return raw(tmp + i, sizeof tmp - i);
   }
   Text& i64(int64_t v) noexcept {
@@ -88,6 +103,28 @@ class Text {
   bool truncated() const noexcept { return truncated_; }
 
  private:
+  // Most pieces of an event are a few bytes (a number, a key): two overlapping word copies
+  // instead of a call to memcpy, whose overhead is larger than the copy.
+  static void copy(char* d, const char* s, size_t n) noexcept {
+    if (n >= 8 && n <= 16) {
+      uint64_t a, b;
+      std::memcpy(&a, s, 8);
+      std::memcpy(&b, s + n - 8, 8);
+      std::memcpy(d, &a, 8);
+      std::memcpy(d + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+      uint32_t a, b;
+      std::memcpy(&a, s, 4);
+      std::memcpy(&b, s + n - 4, 4);
+      std::memcpy(d, &a, 4);
+      std::memcpy(d + n - 4, &b, 4);
+    } else if (n < 4) {
+      for (size_t i = 0; i < n; ++i) d[i] = s[i];
+    } else {
+      std::memcpy(d, s, n);
+    }
+  }
+
   char* buf_;
   size_t cap_;
   size_t len_ = 0;

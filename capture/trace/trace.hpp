@@ -32,6 +32,7 @@ class Span {
 
  private:
   uint64_t t0_ = 0;
+  struct ThreadState* thread_ = nullptr;
   uint32_t site_ = 0;
   bool on_ = false;
 };

@@ -400,6 +400,8 @@ def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fi
                % (sym, op, dtype))
     out.append("  if (!sol_call.capturing()) return %s(%s);" % (native, call))
     out.append("  [[maybe_unused]] auto& sol_node = sol_call.node();")
+    # The entry stub jumped here, so this frame's return address is the caller's.
+    out.append("  sol_node.ret_slot = SOL_RET_SLOT();")
     for line in fill:
         out.append("  " + line)
     if returns:

@@ -181,8 +181,10 @@ def test_multiprocessing_children(tmp_path):
     calls = 0
     for p in traces:
         pid = int(re.search(r"sol-(\d+)\.trace\.json", p).group(1))
-        evs = [e for e in load_trace(p) if e.get("ph") == "X"]
-        assert evs and all(e["pid"] == pid for e in evs)
+        trace = load_trace(p)  # loadable, even for a worker killed before it flushed a buffer
+        assert trace[0]["ph"] == "M" and trace[0]["pid"] == pid
+        evs = [e for e in trace if e.get("ph") == "X"]
+        assert all(e["pid"] == pid for e in evs)
         calls += len(evs)
     summaries = [json.load(open(p))["process"] for p in files(d, ".summary.json")]
     pids = {s["pid"] for s in summaries}
@@ -203,7 +205,7 @@ def test_eight_threads(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["os._exit", "SIGKILL"])
-def test_abnormal_exits_keep_every_call(how, tmp_path):
+def test_abnormal_exits(how, tmp_path):
     script = ("import os, signal, numpy as np\n"
               "a = np.ones((50, 50))\n"
               "for i in range(40): a = a @ np.eye(50)\n"
@@ -213,16 +215,19 @@ def test_abnormal_exits_keep_every_call(how, tmp_path):
     assert "done" in r.stdout
     assert r.returncode == (3 if how == "os._exit" else -signal.SIGKILL)
     evs = events(d)
-    assert len([e for e in evs if e["name"] == "cblas_dgemm"]) == 40
+    dgemm = len([e for e in evs if e["name"] == "cblas_dgemm"])
     if how == "os._exit":
-        json.load(open(files(d, ".trace.json")[0]))  # closed properly by the _exit hook
+        assert dgemm == 40  # every call: the _exit hook flushed the buffers and closed the file
+        json.load(open(files(d, ".trace.json")[0]))
         assert summary(d)["process"]["exit"] == "_exit"
     else:
-        assert files(d, ".summary.json") == []  # no chance to write it; the trace prefix loads
+        # No chance to write the summary or flush the buffers: the file is a loadable prefix (at
+        # least the process's metadata), and sol report reads it.
+        assert files(d, ".summary.json") == [] and dgemm <= 40
         rep = run([SOL, "report", str(d), "--format", "json"], preload=False)
         assert rep.returncode == 0, rep.stderr
         rows = json.loads(rep.stdout)["rows"]
-        assert sum(row["calls"] for row in rows if row["symbol"] == "cblas_dgemm") == 40
+        assert sum(row["calls"] for row in rows if row["symbol"] == "cblas_dgemm") == dgemm
 
 
 def test_unwritable_trace_dir_warns_once_and_runs_on(tmp_path):
