@@ -42,8 +42,8 @@ def run(env_extra, iters):
 
 
 def main():
-    iters_fast, iters_ref = (5, 1) if QUICK else (20, 2)
-    rounds = 2 if QUICK else 3
+    iters_fast, iters_ref = (5, 1) if QUICK else (30, 2)
+    rounds = 2 if QUICK else 5
     variants = {
         "reference native": ({"LD_LIBRARY_PATH": REFERENCE_DIR}, iters_ref),
         "libsol (auto)": ({"LD_LIBRARY_PATH": REFERENCE_DIR, "LD_PRELOAD": os.path.join(BUILD, "libsol.so")}, iters_fast),

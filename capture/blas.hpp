@@ -62,7 +62,8 @@ struct Cost {
   double bytes = 0;
 };
 Cost cost(const Node& node) noexcept;
-// Only the flops: cheap enough for routing every call.
+// Only the flops: cheap enough for routing every call. Generated from the spec's flops
+// expressions (fortran_call.cpp in the build tree), which the wrappers also use.
 double flops(const Node& node) noexcept;
 // The same when the operands are already at hand (they give the bytes).
 Cost cost(const Node& node, const Operand* ops, int count) noexcept;

@@ -1,6 +1,7 @@
 // What the interposition frontends call: the capture layer's entry points.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 
 #include "capture/node.hpp"
@@ -44,13 +45,22 @@ void submit(Node& node, NativeFn native) noexcept;
 // go to native whatever else, and nothing is traced (0 until known, and whenever every node must
 // be planned or recorded). Lets the wrappers skip submit() for small calls on the default path.
 extern std::atomic<double> g_native_below[];
+inline double native_below(Sym s) noexcept {
+  return g_native_below[static_cast<size_t>(s)].load(std::memory_order_relaxed);
+}
+
+// A BLAS size argument as the flop counts use it: negative counts as 0.
+template <class I>
+inline double dim(I v) noexcept {
+  return v > 0 ? static_cast<double>(v) : 0.0;
+}
 
 namespace blas {
-double flops(const Node& node) noexcept;
+double flops(const Node& node) noexcept;  // generated from the spec's flops expressions
 }
 
 inline bool native_first(const Node& node) noexcept {
-  const double below = g_native_below[static_cast<size_t>(node.sym)].load(std::memory_order_relaxed);
+  const double below = native_below(node.sym);
   return below > 0 && blas::flops(node) < below;
 }
 

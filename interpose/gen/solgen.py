@@ -90,6 +90,7 @@ class Routine:
         self.args = [Arg(*a.split(":"), elem) for a in entry["args"].split()]
         self.ret = entry.get("ret")
         self.cblas = entry.get("cblas", True)
+        self.flops = entry["flops"]
         self.cblas_nonconst = set(entry.get("cblas_nonconst", []))
         for a in self.args:
             if a.name not in BLAS_FIELDS[a.field_class()]:
@@ -137,6 +138,40 @@ def dnnl_value_fields(fn):
         return []
     names = [name.lower() for _, name in fn.params]
     return ["layout"] + [n for n in names if n in BLAS_FIELDS["int"] + BLAS_FIELDS["char"] + ["alpha", "beta"]]
+
+
+FLOPS_NAMES = re.compile(r"\b(m|n|k|kl|ku|left|fma|cx|min)\b")
+
+
+def flops_expr(r, value, left):
+    """The routine's flops expression in C++: `value(name)` renders a size argument, `left` the
+    side test."""
+    cx = r.elem in "cz"
+
+    def sub(mt):
+        w = mt.group(1)
+        if w == "fma":
+            return "8.0" if cx else "2.0"
+        if w == "cx":
+            return "true" if cx else "false"
+        if w == "min":
+            return "std::min"
+        if w == "left":
+            return left
+        return "sol::capture::dim(%s)" % value(w)
+
+    return FLOPS_NAMES.sub(sub, r.flops)
+
+
+def flops_check(r, sym, native, call, fortran):
+    """Lines that send a small call straight to native, before any node is built."""
+    if fortran:
+        expr = flops_expr(r, lambda w: "*" + w, "(*side == 'L' || *side == 'l')")
+    else:
+        expr = flops_expr(r, lambda w: w, "(static_cast<int>(side) == 141)")
+    return ["  if (const double sol_below = sol::capture::native_below(Sym::%s); sol_below > 0 && (%s) < sol_below)"
+            % (sym, expr),
+            "    return %s(%s);" % (native, call)]
 
 
 def fortran_params(r):
@@ -244,7 +279,8 @@ def emit_fortran_calls(routines, out_path, src):
     """capture::blas::call_fortran(): runs a column-major node through a Fortran BLAS routine
     given by pointer (a backend's, or the program's native one), and fortran_routine(): which
     routine computes a node's (op, dtype, real alpha)."""
-    lines = [GENERATED.format(src=src), '#include "capture/blas_call.hpp"', "",
+    lines = [GENERATED.format(src=src), "#include <algorithm>", "", '#include "capture/blas_call.hpp"',
+             '#include "capture/capture.hpp"', "",
              "namespace sol::capture::blas {", "",
              "void call_fortran(Sym routine, void* fn, Node& node) noexcept {",
              "  const BlasArgs& b = node.blas;", "  switch (routine) {"]
@@ -286,7 +322,15 @@ def emit_fortran_calls(routines, out_path, src):
             lines.append("      node.ret.set(%s);" % callexpr)
         lines.append("      return;")
         lines.append("    }")
-    lines += ["    default:", "      return;", "  }", "}", "",
+    lines += ["    default:", "      return;", "  }", "}", ""]
+    # blas::flops(): the same expressions as the wrappers' early check, over a node's fields.
+    lines += ["double flops(const Node& node) noexcept {",
+              "  const BlasArgs& b = node.blas;",
+              "  [[maybe_unused]] const bool left = b.side == 'L' || b.side == 'l';",
+              "  switch (fortran_routine(node.op, node.dtype, b.real_alpha)) {"]
+    for r in routines:
+        lines.append("    case Sym::%s_: return %s;" % (r.name, flops_expr(r, lambda w: "b." + w, "left")))
+    lines += ["    default: return 0;", "  }", "}", "",
               "namespace {", "",
               "// fortran_routine()'s answers, indexed by operation, element type and real alpha.",
               "struct RoutineTable {",
@@ -374,7 +418,8 @@ def c_decl(params):
     return ", ".join(p[0] for p in params) or "void"
 
 
-def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fill, header_checked=False):
+def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fill, header_checked=False,
+                 early=None):
     """One exported function (plus aliases) forwarding to native symbol `sym` (the index-th symbol)."""
     decl, call = c_decl(params), c_call(params)
     fn = "%s_fn" % sym
@@ -396,6 +441,10 @@ def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fi
     out.append("  return %s_slow(%s);" % (sym, call))
     out.append("}")
     out.append("%s %s_slow(%s) noexcept {" % (ret, sym, decl))
+    if early:
+        # Under auto with an unoptimized native library, small calls go to native: decided from the
+        # arguments before any node is built.
+        out += [line.replace("NATIVE", native).replace("CALL", call) for line in early]
     out.append("  sol::interpose::SlowCall sol_call(Sym::%s, sol::capture::Op::%s, sol::capture::DType::%s);"
                % (sym, op, dtype))
     out.append("  if (!sol_call.capturing()) return %s(%s);" % (native, call))
@@ -456,7 +505,8 @@ def generate(blas_path, dnnl_path, out_dir):
         sym = r.name + "_"
         params = fortran_params(r)
         emit_wrapper(fort, sym=sym, index=len(symbols), export=sym, aliases=[r.name, r.name.upper()], ret=r.ret_ctype(),
-                     params=params, op=r.op, dtype=r.dtype, fill=fortran_fill(r))
+                     params=params, op=r.op, dtype=r.dtype, fill=fortran_fill(r),
+                     early=flops_check(r, sym, "NATIVE", "CALL", fortran=True))
         symbols.append((sym, "blas", r.op, r.dtype, value_fields(r)))
         exports += [(sym, "blas"), (r.name, "blas"), (r.name.upper(), "blas")]
         if r.ret is not None:
@@ -467,7 +517,7 @@ def generate(blas_path, dnnl_path, out_dir):
             sparams.append(("%s* result" % res_ctype, "result"))
             fill = fortran_fill(r) + ["sol_node.result = result;"]
             emit_wrapper(fort, sym=sub, index=len(symbols), export=sub, aliases=[], ret="void", params=sparams,
-                         op=r.op, dtype=r.dtype, fill=fill)
+                         op=r.op, dtype=r.dtype, fill=fill, early=flops_check(r, sub, "NATIVE", "CALL", fortran=True))
             symbols.append((sub, "blas", r.op, r.dtype, value_fields(r)))
             exports.append((sub, "blas"))
     with open(os.path.join(out_dir, "blas_fortran.cpp"), "w") as f:
@@ -485,10 +535,12 @@ def generate(blas_path, dnnl_path, out_dir):
         ret = cblas_ret(r)
         if r.ret_complex():
             emit_wrapper(cb, sym=name, index=len(symbols), export=name, aliases=[], ret="void", params=params,
-                         op=r.op, dtype=r.dtype, fill=fill, header_checked=True)
+                         op=r.op, dtype=r.dtype, fill=fill, header_checked=True,
+                         early=flops_check(r, name, "NATIVE", "CALL", fortran=False))
         else:
             emit_wrapper(cb, sym=name, index=len(symbols), export=name, aliases=[], ret=ret, params=params,
-                         op=r.op, dtype=r.dtype, fill=fill, header_checked=True)
+                         op=r.op, dtype=r.dtype, fill=fill, header_checked=True,
+                         early=flops_check(r, name, "NATIVE", "CALL", fortran=False))
         symbols.append((name, "cblas", r.op, r.dtype, (["layout"] if r.level >= 2 else []) + value_fields(r)))
         exports.append((name, "cblas"))
     with open(os.path.join(out_dir, "blas_cblas.cpp"), "w") as f:
