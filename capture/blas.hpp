@@ -38,20 +38,45 @@ ArgError check(const Node& node) noexcept;
 
 // ------------------------------------------------------------------------- memory and work
 
-// One memory operand of a BLAS node: the bytes the routine may touch.
+// How a routine indexes an operand.
+enum class Shape : uint8_t {
+  scalar,    // n elements (rotg's a, b, c, s; rotm's param: 5)
+  vector,    // n elements at increment inc (negative: from the far end, as BLAS does)
+  general,   // rows x cols, leading dimension ld
+  triangle,  // one triangle (upper or not) of a rows x rows matrix, leading dimension ld
+  band,      // band storage: cols columns of ld entries holding kl sub- and ku super-diagonals
+             // of a rows x cols matrix
+  packed,    // one triangle of an n x n matrix, n(n+1)/2 elements column by column
+};
+
+// One memory operand of a BLAS node: the bytes the routine may touch and how it indexes them.
+// The geometry is in column-major storage terms whatever the node's layout: a row-major operand
+// is described as the column-major view of the same memory (a row-major m x n matrix is an
+// n x m one, its upper triangle a lower one, its band transposed).
 struct Operand {
   const char* name = "";  // "a", "b", "c", "x", "y", "param", "ra", ...
   void* ptr = nullptr;    // lowest address touched (accounts for negative increments)
   size_t bytes = 0;       // extent from ptr; 0 when the call touches nothing (n == 0, ...)
   bool read = false;
   bool written = false;
+
+  Shape shape = Shape::scalar;
+  int64_t rows = 0, cols = 0, ld = 0;  // general, triangle, band
+  int64_t kl = 0, ku = 0;              // band
+  int64_t n = 0, inc = 1;              // scalar, vector, packed
+  // triangle, packed and the band of a symmetric or triangular matrix: the upper triangle is the
+  // one stored. A general band (gbmv) counts as upper: its diagonals are stored from the top.
+  bool upper = false;
+  bool hermitian = false;  // a Hermitian matrix: the imaginary parts of its diagonal are not read
+  bool unit = false;       // unit triangular: its diagonal is not read
 };
 inline constexpr int kMaxOperands = 8;
 
 // Fills `out` with the operands of a valid node (column- or row-major) and returns how many.
 // Extents follow the routine's definition (a general m-by-n matrix with leading dimension lda
 // spans lda*(n-1)+m elements; packed and band storage by their own rules), so a device backend
-// can copy exactly them and the dataflow graph can compare address ranges.
+// can copy exactly them and the dataflow graph can compare address ranges; the geometry says
+// which of those elements the routine reads.
 int operands(const Node& node, Operand out[kMaxOperands]) noexcept;
 
 // Work of a valid node: floating-point operations (multiply-add = 2, complex arithmetic counted

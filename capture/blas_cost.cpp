@@ -24,154 +24,199 @@ bool is_complex(DType d) noexcept {
   return d == DType::c64 || d == DType::c128;
 }
 
-// Elements spanned by a rows x cols matrix stored with leading dimension ld, in the node's layout.
-int64_t matrix_elems(int64_t rows, int64_t cols, int64_t ld, char layout) noexcept {
-  if (rows <= 0 || cols <= 0) return 0;
-  if (layout == 'R') std::swap(rows, cols);
-  return std::max<int64_t>(ld, 1) * (cols - 1) + rows;
+bool notrans(char t) noexcept { return t == 'N' || t == 'n'; }
+bool left(char s) noexcept { return s == 'L' || s == 'l'; }
+bool upper(char u) noexcept { return u == 'U' || u == 'u'; }
+bool unit(char d) noexcept { return d == 'U' || d == 'u'; }
+bool is_zero(const Scalar& s) noexcept { return s.present && s.re == 0 && s.im == 0; }
+
+// The elements an operand spans, from its geometry: the one place extents are computed.
+int64_t elements(const Operand& o) noexcept {
+  const int64_t ld = std::max<int64_t>(o.ld, 1);
+  switch (o.shape) {
+    case Shape::scalar: return o.n;
+    case Shape::vector: return o.n > 0 ? 1 + (o.n - 1) * (o.inc < 0 ? -o.inc : o.inc) : 0;
+    case Shape::general:
+    case Shape::triangle: return o.rows > 0 && o.cols > 0 ? ld * (o.cols - 1) + o.rows : 0;
+    case Shape::band: return o.rows > 0 && o.cols > 0 ? ld * (o.cols - 1) + o.kl + o.ku + 1 : 0;
+    case Shape::packed: return o.n > 0 ? o.n * (o.n + 1) / 2 : 0;
+  }
+  return 0;
 }
 
-// Band storage: `lines` stored columns (column-major) or rows (row-major) of `width` entries each.
-int64_t band_elems(int64_t lines, int64_t width, int64_t ld) noexcept {
-  if (lines <= 0 || width <= 0) return 0;
-  return std::max<int64_t>(ld, 1) * (lines - 1) + width;
-}
-
-int64_t vector_elems(int64_t n, int64_t inc) noexcept {
-  if (n <= 0) return 0;
-  return 1 + (n - 1) * (inc < 0 ? -inc : inc);
-}
-
-int64_t packed_elems(int64_t n) noexcept {
-  return n > 0 ? n * (n + 1) / 2 : 0;
-}
-
-bool is_zero(const Scalar& s) noexcept {
-  return s.present && s.re == 0 && s.im == 0;
-}
-
+// Builds the operands of one node, each from its geometry in the node's own terms; row-major
+// operands are turned into the column-major view of the same memory here, once.
 class Builder {
  public:
-  Builder(const Node& n, Operand* out) : node_(n), out_(out), esize_(elem_size(n.dtype)) {}
+  Builder(const Node& n, Operand* out) : out_(out), esize_(elem_size(n.dtype)), row_major_(n.blas.layout == 'R') {}
 
-  void add(const char* name, void* ptr, int64_t elems, bool read, bool written, size_t esize = 0) {
-    if (count_ >= kMaxOperands) return;
-    Operand& o = out_[count_++];
-    o.name = name;
-    o.ptr = ptr;
-    o.bytes = ptr && elems > 0 ? static_cast<size_t>(elems) * (esize ? esize : esize_) : 0;
-    o.read = read;
-    o.written = written;
+  Operand& scalar(const char* name, void* p, int64_t n, bool read, bool written, size_t esize = 0) {
+    Operand& o = next(name, p, read, written);
+    o.shape = Shape::scalar;
+    o.n = n;
+    return finish(o, esize);
+  }
+  Operand& vector(const char* name, void* p, int64_t n, int64_t inc, bool read, bool written) {
+    Operand& o = next(name, p, read, written);
+    o.shape = Shape::vector;
+    o.n = std::max<int64_t>(n, 0);
+    o.inc = inc;
+    return finish(o);
+  }
+  Operand& general(const char* name, void* p, int64_t rows, int64_t cols, int64_t ld, bool read, bool written) {
+    Operand& o = next(name, p, read, written);
+    o.shape = Shape::general;
+    o.rows = row_major_ ? cols : rows;
+    o.cols = row_major_ ? rows : cols;
+    o.ld = ld;
+    return finish(o);
+  }
+  Operand& triangle(const char* name, void* p, int64_t n, int64_t ld, bool up, bool read, bool written) {
+    Operand& o = next(name, p, read, written);
+    o.shape = Shape::triangle;
+    o.rows = o.cols = n;
+    o.ld = ld;
+    o.upper = up != row_major_;  // the transpose of an upper triangle is a lower one
+    return finish(o);
+  }
+  // A band matrix of rows x cols with kl sub- and ku super-diagonals: a general one (gbmv), or a
+  // symmetric or triangular one whose stored triangle `up` says (then kl or ku is 0).
+  Operand& band(const char* name, void* p, int64_t rows, int64_t cols, int64_t kl, int64_t ku, int64_t ld,
+                bool general_band, bool up, bool read, bool written) {
+    Operand& o = next(name, p, read, written);
+    o.shape = Shape::band;
+    o.rows = row_major_ ? cols : rows;
+    o.cols = row_major_ ? rows : cols;
+    o.kl = row_major_ ? ku : kl;  // transposing swaps the sub- and super-diagonals
+    o.ku = row_major_ ? kl : ku;
+    o.ld = ld;
+    o.upper = general_band || up != row_major_;
+    return finish(o);
+  }
+  Operand& packed(const char* name, void* p, int64_t n, bool up, bool read, bool written) {
+    Operand& o = next(name, p, read, written);
+    o.shape = Shape::packed;
+    o.n = std::max<int64_t>(n, 0);
+    o.upper = up != row_major_;
+    return finish(o);
   }
   int count() const { return count_; }
 
  private:
-  const Node& node_;
+  Operand& next(const char* name, void* p, bool read, bool written) {
+    static Operand overflow;  // never reached: no routine has more than kMaxOperands
+    if (count_ >= kMaxOperands) return overflow = Operand{};
+    Operand& o = out_[count_++];
+    o = Operand{};
+    o.name = name;
+    o.ptr = p;
+    o.read = read;
+    o.written = written;
+    return o;
+  }
+  Operand& finish(Operand& o, size_t esize = 0) {
+    const int64_t elems = elements(o);
+    o.bytes = o.ptr && elems > 0 ? static_cast<size_t>(elems) * (esize ? esize : esize_) : 0;
+    return o;
+  }
+
   Operand* out_;
   size_t esize_;
+  bool row_major_;
   int count_ = 0;
 };
-
-bool notrans(char t) noexcept {
-  return t == 'N' || t == 'n';
-}
-bool left(char s) noexcept {
-  return s == 'L' || s == 'l';
-}
 
 }  // namespace
 
 int operands(const Node& node, Operand out[kMaxOperands]) noexcept {
   if (op_family(node.op)[0] != 'b') return 0;  // not BLAS
   const BlasArgs& b = node.blas;
-  const char lay = b.layout == 'R' ? 'R' : 'C';
   Builder ops(node, out);
   const int64_t m = b.m, n = b.n, k = b.k;
   const bool c_read = !is_zero(b.beta);  // beta == 0: C (or y) is written without being read
   const size_t rsize = real_size(node.dtype);
+  const bool up = upper(b.uplo), na = notrans(b.transa);
+  const bool herm = node.op == Op::hemm || node.op == Op::herk || node.op == Op::her2k || node.op == Op::hemv ||
+                    node.op == Op::hbmv || node.op == Op::hpmv || node.op == Op::her || node.op == Op::her2 ||
+                    node.op == Op::hpr || node.op == Op::hpr2;
 
   switch (node.op) {
     // ---- level 3
     case Op::gemm: {
-      const bool na = notrans(b.transa), nb = notrans(b.transb);
-      ops.add("a", b.a, matrix_elems(na ? m : k, na ? k : m, b.lda, lay), true, false);
-      ops.add("b", b.b, matrix_elems(nb ? k : n, nb ? n : k, b.ldb, lay), true, false);
-      ops.add("c", b.c, matrix_elems(m, n, b.ldc, lay), c_read, true);
+      const bool nb = notrans(b.transb);
+      ops.general("a", b.a, na ? m : k, na ? k : m, b.lda, true, false);
+      ops.general("b", b.b, nb ? k : n, nb ? n : k, b.ldb, true, false);
+      ops.general("c", b.c, m, n, b.ldc, c_read, true);
       break;
     }
     case Op::symm:
-    case Op::hemm: {
-      const int64_t ka = left(b.side) ? m : n;
-      ops.add("a", b.a, matrix_elems(ka, ka, b.lda, lay), true, false);
-      ops.add("b", b.b, matrix_elems(m, n, b.ldb, lay), true, false);
-      ops.add("c", b.c, matrix_elems(m, n, b.ldc, lay), c_read, true);
+    case Op::hemm:
+      ops.triangle("a", b.a, left(b.side) ? m : n, b.lda, up, true, false).hermitian = herm;
+      ops.general("b", b.b, m, n, b.ldb, true, false);
+      ops.general("c", b.c, m, n, b.ldc, c_read, true);
       break;
-    }
     case Op::syrk:
     case Op::herk:
     case Op::syr2k:
-    case Op::her2k: {
-      const bool na = notrans(b.transa);
-      ops.add("a", b.a, matrix_elems(na ? n : k, na ? k : n, b.lda, lay), true, false);
-      if (node.op == Op::syr2k || node.op == Op::her2k)
-        ops.add("b", b.b, matrix_elems(na ? n : k, na ? k : n, b.ldb, lay), true, false);
-      ops.add("c", b.c, matrix_elems(n, n, b.ldc, lay), c_read, true);
+    case Op::her2k:
+      ops.general("a", b.a, na ? n : k, na ? k : n, b.lda, true, false);
+      if (node.op == Op::syr2k || node.op == Op::her2k) ops.general("b", b.b, na ? n : k, na ? k : n, b.ldb, true, false);
+      ops.triangle("c", b.c, n, b.ldc, up, c_read, true).hermitian = herm;
       break;
-    }
     case Op::trmm:
-    case Op::trsm: {
-      const int64_t ka = left(b.side) ? m : n;
-      ops.add("a", b.a, matrix_elems(ka, ka, b.lda, lay), true, false);
-      ops.add("b", b.b, matrix_elems(m, n, b.ldb, lay), true, true);
+    case Op::trsm:
+      ops.triangle("a", b.a, left(b.side) ? m : n, b.lda, up, true, false).unit = unit(b.diag);
+      ops.general("b", b.b, m, n, b.ldb, true, true);
       break;
-    }
     // ---- level 2
     case Op::gemv:
-    case Op::gbmv: {
-      const bool na = notrans(b.transa);
+    case Op::gbmv:
       if (node.op == Op::gemv)
-        ops.add("a", b.a, matrix_elems(m, n, b.lda, lay), true, false);
+        ops.general("a", b.a, m, n, b.lda, true, false);
       else
-        ops.add("a", b.a, band_elems(lay == 'R' ? m : n, b.kl + b.ku + 1, b.lda), true, false);
-      ops.add("x", b.x, vector_elems(na ? n : m, b.incx), true, false);
-      ops.add("y", b.y, vector_elems(na ? m : n, b.incy), c_read, true);
+        ops.band("a", b.a, m, n, b.kl, b.ku, b.lda, true, true, true, false);
+      ops.vector("x", b.x, na ? n : m, b.incx, true, false);
+      ops.vector("y", b.y, na ? m : n, b.incy, c_read, true);
       break;
-    }
     case Op::symv:
     case Op::hemv:
     case Op::sbmv:
     case Op::hbmv:
     case Op::spmv:
     case Op::hpmv: {
-      int64_t a_elems = packed_elems(n);
-      if (node.op == Op::symv || node.op == Op::hemv) a_elems = matrix_elems(n, n, b.lda, lay);
-      if (node.op == Op::sbmv || node.op == Op::hbmv) a_elems = band_elems(n, k + 1, b.lda);
-      ops.add("a", b.a, a_elems, true, false);
-      ops.add("x", b.x, vector_elems(n, b.incx), true, false);
-      ops.add("y", b.y, vector_elems(n, b.incy), c_read, true);
+      Operand* a;
+      if (node.op == Op::symv || node.op == Op::hemv)
+        a = &ops.triangle("a", b.a, n, b.lda, up, true, false);
+      else if (node.op == Op::sbmv || node.op == Op::hbmv)
+        a = &ops.band("a", b.a, n, n, up ? 0 : k, up ? k : 0, b.lda, false, up, true, false);
+      else
+        a = &ops.packed("a", b.a, n, up, true, false);
+      a->hermitian = herm;
+      ops.vector("x", b.x, n, b.incx, true, false);
+      ops.vector("y", b.y, n, b.incy, c_read, true);
       break;
     }
     case Op::trmv:
     case Op::trsv:
-      ops.add("a", b.a, matrix_elems(n, n, b.lda, lay), true, false);
-      ops.add("x", b.x, vector_elems(n, b.incx), true, true);
+      ops.triangle("a", b.a, n, b.lda, up, true, false).unit = unit(b.diag);
+      ops.vector("x", b.x, n, b.incx, true, true);
       break;
     case Op::tbmv:
     case Op::tbsv:
-      ops.add("a", b.a, band_elems(n, k + 1, b.lda), true, false);
-      ops.add("x", b.x, vector_elems(n, b.incx), true, true);
+      ops.band("a", b.a, n, n, up ? 0 : k, up ? k : 0, b.lda, false, up, true, false).unit = unit(b.diag);
+      ops.vector("x", b.x, n, b.incx, true, true);
       break;
     case Op::tpmv:
     case Op::tpsv:
-      ops.add("a", b.a, packed_elems(n), true, false);
-      ops.add("x", b.x, vector_elems(n, b.incx), true, true);
+      ops.packed("a", b.a, n, up, true, false).unit = unit(b.diag);
+      ops.vector("x", b.x, n, b.incx, true, true);
       break;
     case Op::ger:
     case Op::geru:
     case Op::gerc:
-      ops.add("x", b.x, vector_elems(m, b.incx), true, false);
-      ops.add("y", b.y, vector_elems(n, b.incy), true, false);
-      ops.add("a", b.a, matrix_elems(m, n, b.lda, lay), true, true);
+      ops.vector("x", b.x, m, b.incx, true, false);
+      ops.vector("y", b.y, n, b.incy, true, false);
+      ops.general("a", b.a, m, n, b.lda, true, true);
       break;
     case Op::syr:
     case Op::her:
@@ -181,57 +226,56 @@ int operands(const Node& node, Operand out[kMaxOperands]) noexcept {
     case Op::hpr:
     case Op::spr2:
     case Op::hpr2: {
-      const bool two =
-          node.op == Op::syr2 || node.op == Op::her2 || node.op == Op::spr2 || node.op == Op::hpr2;
-      const bool packed =
-          node.op == Op::spr || node.op == Op::hpr || node.op == Op::spr2 || node.op == Op::hpr2;
-      ops.add("x", b.x, vector_elems(n, b.incx), true, false);
-      if (two) ops.add("y", b.y, vector_elems(n, b.incy), true, false);
-      ops.add("a", b.a, packed ? packed_elems(n) : matrix_elems(n, n, b.lda, lay), true, true);
+      const bool two = node.op == Op::syr2 || node.op == Op::her2 || node.op == Op::spr2 || node.op == Op::hpr2;
+      const bool is_packed = node.op == Op::spr || node.op == Op::hpr || node.op == Op::spr2 || node.op == Op::hpr2;
+      ops.vector("x", b.x, n, b.incx, true, false);
+      if (two) ops.vector("y", b.y, n, b.incy, true, false);
+      Operand& a = is_packed ? ops.packed("a", b.a, n, up, true, true) : ops.triangle("a", b.a, n, b.lda, up, true, true);
+      a.hermitian = herm;
       break;
     }
     // ---- level 1
     case Op::axpy:
-      ops.add("x", b.x, vector_elems(n, b.incx), true, false);
-      ops.add("y", b.y, vector_elems(n, b.incy), true, true);
+      ops.vector("x", b.x, n, b.incx, true, false);
+      ops.vector("y", b.y, n, b.incy, true, true);
       break;
     case Op::copy:
-      ops.add("x", b.x, vector_elems(n, b.incx), true, false);
-      ops.add("y", b.y, vector_elems(n, b.incy), false, true);
+      ops.vector("x", b.x, n, b.incx, true, false);
+      ops.vector("y", b.y, n, b.incy, false, true);
       break;
     case Op::swap:
     case Op::rot:
-      ops.add("x", b.x, vector_elems(n, b.incx), true, true);
-      ops.add("y", b.y, vector_elems(n, b.incy), true, true);
+      ops.vector("x", b.x, n, b.incx, true, true);
+      ops.vector("y", b.y, n, b.incy, true, true);
       break;
     case Op::rotm:
-      ops.add("x", b.x, vector_elems(n, b.incx), true, true);
-      ops.add("y", b.y, vector_elems(n, b.incy), true, true);
-      ops.add("param", b.param, 5, true, false);
+      ops.vector("x", b.x, n, b.incx, true, true);
+      ops.vector("y", b.y, n, b.incy, true, true);
+      ops.scalar("param", b.param, 5, true, false);
       break;
-    case Op::scal: ops.add("x", b.x, vector_elems(n, b.incx), true, true); break;
+    case Op::scal: ops.vector("x", b.x, n, b.incx, true, true); break;
     case Op::dot:
     case Op::dotu:
     case Op::dotc:
     case Op::sdsdot:
     case Op::dsdot:
-      ops.add("x", b.x, vector_elems(n, b.incx), true, false);
-      ops.add("y", b.y, vector_elems(n, b.incy), true, false);
+      ops.vector("x", b.x, n, b.incx, true, false);
+      ops.vector("y", b.y, n, b.incy, true, false);
       break;
     case Op::asum:
     case Op::nrm2:
-    case Op::iamax: ops.add("x", b.x, vector_elems(n, b.incx), true, false); break;
+    case Op::iamax: ops.vector("x", b.x, n, b.incx, true, false); break;
     case Op::rotg:
-      ops.add("ra", b.ra, 1, true, true);
-      ops.add("rb", b.rb, 1, true, !is_complex(node.dtype));
-      ops.add("rc", b.rc, 1, false, true, rsize);
-      ops.add("rs", b.rs, 1, false, true);
+      ops.scalar("ra", b.ra, 1, true, true);
+      ops.scalar("rb", b.rb, 1, true, !is_complex(node.dtype));
+      ops.scalar("rc", b.rc, 1, false, true, rsize);
+      ops.scalar("rs", b.rs, 1, false, true);
       break;
     case Op::rotmg:
-      ops.add("rd1", b.rd1, 1, true, true);
-      ops.add("rd2", b.rd2, 1, true, true);
-      ops.add("rx1", b.rx1, 1, true, true);
-      ops.add("param", b.param, 5, false, true);
+      ops.scalar("rd1", b.rd1, 1, true, true);
+      ops.scalar("rd2", b.rd2, 1, true, true);
+      ops.scalar("rx1", b.rx1, 1, true, true);
+      ops.scalar("param", b.param, 5, false, true);
       break;
     case Op::cabs1:
     default: break;

@@ -160,9 +160,9 @@ void record_mismatch(const Node& node, const char* backend, const char* against,
   line.lit("\",\"operand\":\"").str(operand).lit("\",\"max_abs_err\":").num(d.max_abs);
   line.lit(",\"max_rel_err\":").num(d.scale > 0 ? d.max_abs / d.scale : (d.max_abs > 0 ? 1.0 : 0.0));
   line.lit(",\"nan_mismatch\":")
-      .str(d.nan ? "true" : "false")
+      .boolean(d.nan)
       .lit(",\"exact_mismatch\":")
-      .str(exact ? "true" : "false");
+      .boolean(exact);
   line.lit(",\"tolerance\":").num(tolerance).lit("}\n");
   SOL_LOG(debug, "verify: %s on %s differs from %s in %s (max abs error %g)", symbol_name(node.sym), backend,
           against, operand, d.max_abs);

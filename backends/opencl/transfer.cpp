@@ -10,7 +10,6 @@ namespace {
 
 using capture::DType;
 using capture::Node;
-using capture::Op;
 using hal::Reason;
 
 size_t elem_size(DType d) noexcept {
@@ -23,144 +22,28 @@ size_t elem_size(DType d) noexcept {
   }
 }
 
-// Geometry of operand `o` (named by operands()) of a valid column-major node.
-void shape_operand(const Node& node, Operand& o) {
-  const capture::BlasArgs& b = node.blas;
-  const char name = o.ext.name[0];
-  const bool na = notrans(b.transa);
-  auto vector = [&](int64_t n, int64_t inc) {
-    o.shape = Shape::vector;
-    o.n = std::max<int64_t>(n, 0);
-    o.inc = inc;
-  };
-  auto general = [&](int64_t rows, int64_t cols, int64_t ld) {
-    o.shape = Shape::general;
-    o.rows = rows;
-    o.cols = cols;
-    o.ld = ld;
-  };
-  auto triangle = [&](int64_t n, int64_t ld) {
-    o.shape = Shape::triangle;
-    o.rows = o.cols = n;
-    o.ld = ld;
-    o.upper = is_upper(b.uplo);
-  };
-  auto band = [&](int64_t rows, int64_t cols, int64_t kl, int64_t ku) {
-    o.shape = Shape::band;
-    o.upper = node.op == Op::gbmv || is_upper(b.uplo);
-    o.rows = rows;
-    o.cols = cols;
-    o.ld = b.lda;
-    o.kl = kl;
-    o.ku = ku;
-  };
-  auto packed = [&](int64_t n) {
-    o.shape = Shape::packed;
-    o.n = n;
-    o.upper = is_upper(b.uplo);
-  };
-  const bool hermitian = node.op == Op::hemm || node.op == Op::herk || node.op == Op::her2k ||
-                         node.op == Op::hemv || node.op == Op::hbmv || node.op == Op::hpmv ||
-                         node.op == Op::her || node.op == Op::her2 || node.op == Op::hpr ||
-                         node.op == Op::hpr2;
-
-  switch (node.op) {
-    case Op::gemm:
-      if (name == 'a') general(na ? b.m : b.k, na ? b.k : b.m, b.lda);
-      if (name == 'b') general(notrans(b.transb) ? b.k : b.n, notrans(b.transb) ? b.n : b.k, b.ldb);
-      if (name == 'c') general(b.m, b.n, b.ldc);
-      break;
-    case Op::symm:
-    case Op::hemm:
-      if (name == 'a') triangle(is_left(b.side) ? b.m : b.n, b.lda);
-      if (name == 'b') general(b.m, b.n, b.ldb);
-      if (name == 'c') general(b.m, b.n, b.ldc);
-      break;
-    case Op::syrk:
-    case Op::herk:
-    case Op::syr2k:
-    case Op::her2k:
-      if (name == 'a') general(na ? b.n : b.k, na ? b.k : b.n, b.lda);
-      if (name == 'b') general(na ? b.n : b.k, na ? b.k : b.n, b.ldb);
-      if (name == 'c') triangle(b.n, b.ldc);
-      break;
-    case Op::trmm:
-    case Op::trsm:
-      if (name == 'a') triangle(is_left(b.side) ? b.m : b.n, b.lda);
-      if (name == 'b') general(b.m, b.n, b.ldb);
-      o.unit = name == 'a' && is_unit(b.diag);
-      break;
-    case Op::gemv:
-    case Op::gbmv:
-      if (name == 'a' && node.op == Op::gemv) general(b.m, b.n, b.lda);
-      if (name == 'a' && node.op == Op::gbmv) band(b.m, b.n, b.kl, b.ku);
-      if (name == 'x') vector(na ? b.n : b.m, b.incx);
-      if (name == 'y') vector(na ? b.m : b.n, b.incy);
-      break;
-    case Op::symv:
-    case Op::hemv:
-    case Op::sbmv:
-    case Op::hbmv:
-    case Op::spmv:
-    case Op::hpmv:
-      if (name == 'a') {
-        if (node.op == Op::symv || node.op == Op::hemv)
-          triangle(b.n, b.lda);
-        else if (node.op == Op::spmv || node.op == Op::hpmv)
-          packed(b.n);
-        else
-          band(b.n, b.n, is_upper(b.uplo) ? 0 : b.k, is_upper(b.uplo) ? b.k : 0);
-      }
-      if (name == 'x') vector(b.n, b.incx);
-      if (name == 'y') vector(b.n, b.incy);
-      break;
-    case Op::trmv:
-    case Op::trsv:
-    case Op::tbmv:
-    case Op::tbsv:
-    case Op::tpmv:
-    case Op::tpsv:
-      if (name == 'a') {
-        if (node.op == Op::trmv || node.op == Op::trsv)
-          triangle(b.n, b.lda);
-        else if (node.op == Op::tpmv || node.op == Op::tpsv)
-          packed(b.n);
-        else
-          band(b.n, b.n, is_upper(b.uplo) ? 0 : b.k, is_upper(b.uplo) ? b.k : 0);
-        o.unit = is_unit(b.diag);
-      }
-      if (name == 'x') vector(b.n, b.incx);
-      break;
-    case Op::ger:
-    case Op::geru:
-    case Op::gerc:
-      if (name == 'x') vector(b.m, b.incx);
-      if (name == 'y') vector(b.n, b.incy);
-      if (name == 'a') general(b.m, b.n, b.lda);
-      break;
-    case Op::syr:
-    case Op::her:
-    case Op::syr2:
-    case Op::her2:
-    case Op::spr:
-    case Op::hpr:
-    case Op::spr2:
-    case Op::hpr2:
-      if (name == 'x') vector(b.n, b.incx);
-      if (name == 'y') vector(b.n, b.incy);
-      if (name == 'a') {
-        if (node.op == Op::spr || node.op == Op::hpr || node.op == Op::spr2 || node.op == Op::hpr2)
-          packed(b.n);
-        else
-          triangle(b.n, b.lda);
-      }
-      break;
-    default:  // level 1
-      if (name == 'x') vector(b.n, b.incx);
-      if (name == 'y') vector(b.n, b.incy);
-      break;
+// The device-side view of an operand whose geometry capture::blas::operands() gave (in
+// column-major terms, whatever the node's layout).
+void shape_operand(Operand& o) noexcept {
+  const capture::blas::Operand& e = o.ext;
+  switch (e.shape) {
+    case capture::blas::Shape::scalar: o.shape = Shape::host; break;  // rotm's param
+    case capture::blas::Shape::vector: o.shape = Shape::vector; break;
+    case capture::blas::Shape::general: o.shape = Shape::general; break;
+    case capture::blas::Shape::triangle: o.shape = Shape::triangle; break;
+    case capture::blas::Shape::band: o.shape = Shape::band; break;
+    case capture::blas::Shape::packed: o.shape = Shape::packed; break;
   }
-  o.herm = hermitian && name != 'x' && name != 'y' && o.shape != Shape::general;
+  o.rows = e.rows;
+  o.cols = e.cols;
+  o.ld = e.ld;
+  o.kl = e.kl;
+  o.ku = e.ku;
+  o.n = e.n;
+  o.inc = e.inc;
+  o.upper = e.upper;
+  o.herm = e.hermitian;
+  o.unit = e.unit;
 }
 
 // Element offset of the diagonal entry of column j in a layout of leading dimension ld whose
@@ -274,7 +157,7 @@ int describe(const Node& node, Operand out[kMaxJobOperands]) {
     Operand& o = out[n++];
     o = Operand{};
     o.ext = ext[i];
-    shape_operand(node, o);
+    shape_operand(o);
     device_layout(o, es);
   }
   return n;

@@ -17,7 +17,10 @@ class Text {
   // A string literal: its length is known at compile time.
   template <size_t N>
   Text& lit(const char (&s)[N]) noexcept {
-    return raw(s, N - 1);
+    if (N - 1 > cap_ - len_) return raw(s, N - 1);  // cut, and marked so
+    std::memcpy(buf_ + len_, s, N - 1);  // a constant size: the compiler inlines the copy
+    len_ += N - 1;
+    return *this;
   }
   Text& raw(const char* s, size_t n) noexcept {
     if (n > cap_ - len_) {
@@ -29,6 +32,7 @@ class Text {
     return *this;
   }
   Text& ch(char c) noexcept { return raw(&c, 1); }
+  Text& boolean(bool b) noexcept { return b ? lit("true") : lit("false"); }
 
   Text& u64(uint64_t v) noexcept {
     // Two digits per step from a table: half the multiplications of a digit-by-digit loop.
@@ -72,9 +76,9 @@ class Text {
   Text& num(double v, bool quoted = true) noexcept {
     if (v > -9e15 && v < 9e15 && v == static_cast<double>(static_cast<int64_t>(v)))
       return i64(static_cast<int64_t>(v));
-    if (v != v) return str(quoted ? "\"nan\"" : "nan");
-    if (v > 1.7e308 || v < -1.7e308)
-      return str(v > 0 ? (quoted ? "\"inf\"" : "inf") : (quoted ? "\"-inf\"" : "-inf"));
+    if (v != v) return quoted ? lit("\"nan\"") : lit("nan");
+    if (v > 1.7e308) return quoted ? lit("\"inf\"") : lit("inf");
+    if (v < -1.7e308) return quoted ? lit("\"-inf\"") : lit("-inf");
     // Shortest text that reads back as the same double; far cheaper than printf's %g.
     char tmp[32];
     const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
