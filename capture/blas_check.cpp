@@ -282,11 +282,21 @@ ArgError cblas_error(const Node& node, int info, const char* message, int value)
   return e;
 }
 
-// The layout and enum checks of cblas_<routine>.c. The node keeps enums as characters, so the
-// value the reference prints is known only where it is a valid enum.
+// The value the program passed for the enum behind a character field.
+int32_t raw_enum(const BlasArgs& a, char BlasArgs::*field) {
+  if (field == &BlasArgs::transa) return a.cblas.transa;
+  if (field == &BlasArgs::transb) return a.cblas.transb;
+  if (field == &BlasArgs::uplo) return a.cblas.uplo;
+  if (field == &BlasArgs::side) return a.cblas.side;
+  if (field == &BlasArgs::diag) return a.cblas.diag;
+  return a.cblas.layout;
+}
+
+// The layout and enum checks of cblas_<routine>.c; the message carries the invalid value as the
+// program passed it.
 ArgError check_cblas(const Node& node) {
   const BlasArgs& a = node.blas;
-  if (a.layout != 'C' && a.layout != 'R') return cblas_error(node, 1, kLayout, 0);
+  if (a.layout != 'C' && a.layout != 'R') return cblas_error(node, 1, kLayout, a.cblas.layout);
   const bool row = a.layout == 'R';
   EnumCheck checks[4];
   int count = enum_checks(node.op, checks);
@@ -294,9 +304,10 @@ ArgError check_cblas(const Node& node) {
     if (a.*checks[i].field != 0) continue;
     // Row-major cblas_?tbmv reports a bad Diag as an Illegal Uplo, printing the Uplo enum.
     if (row && node.op == Op::tbmv && checks[i].field == &BlasArgs::diag) {
-      return cblas_error(node, 4, kUplo, a.uplo == 'U' ? 121 : 122);
+      return cblas_error(node, 4, kUplo, a.uplo == 'U' ? 121 : a.uplo == 'L' ? 122 : a.cblas.uplo);
     }
-    return cblas_error(node, row ? checks[i].row_major_info : checks[i].col_major_info, checks[i].message, 0);
+    return cblas_error(node, row ? checks[i].row_major_info : checks[i].col_major_info, checks[i].message,
+                       raw_enum(a, checks[i].field));
   }
   return {};
 }

@@ -106,6 +106,11 @@ struct BlasArgs {
   void* param;              // rotm (read), rotmg (written)
   void *ra, *rb, *rc, *rs;  // rotg: a, b, c, s
   void *rd1, *rd2, *rx1;    // rotmg: d1, d2, x1
+  // The CBLAS enums as the program passed them: the reference's error message prints an invalid
+  // one's value (the characters above hold 0 for it).
+  struct {
+    int32_t layout, transa, transb, uplo, side, diag;
+  } cblas;
 };
 
 // dnnl_primitive_execute

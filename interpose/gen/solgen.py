@@ -258,12 +258,14 @@ def cblas_fill(r, node="sol_node"):
         lines.append("sol_args.real_alpha = true;")
     if r.level >= 2:
         lines.append("sol_args.layout = sol::capture::cblas_layout(layout);")
+        lines.append("sol_args.cblas.layout = static_cast<int32_t>(layout);")
     for a in r.args:
         fc = a.field_class()
         if fc == "int":
             lines.append("sol_args.%s = %s;" % (a.name, a.name))
         elif fc == "char":
             lines.append("sol_args.%s = sol::capture::cblas_%s(%s);" % (a.name, a.kind, a.name))
+            lines.append("sol_args.cblas.%s = static_cast<int32_t>(%s);" % (a.name, a.name))
         elif fc == "scalar":
             if a.complex:
                 lines.append("sol_args.%s = sol::capture::Scalar::load(static_cast<const %s*>(%s));"

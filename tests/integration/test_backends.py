@@ -1,5 +1,6 @@
 """Backends on real programs: where calls run (read back from traces), NumPy and PyTorch results
-within floating-point tolerance of native, programs with no BLAS library at all, routing rules,
+within floating-point tolerance of native, programs with no BLAS library at all, CBLAS error
+messages, routing rules,
 strict mode, verify mode with a wrong result planted in a backend, and `sol backends`."""
 import glob
 import json
@@ -79,6 +80,24 @@ def test_invalid_call_without_any_blas_library_behaves_like_the_reference():
     # The reference XERBLA prints this and STOPs (exit status 0); no other library provides one.
     r = run([str(PROGRAMS / "no_native"), "invalid"], preload=False, env={"SOL_BACKEND": "reference"})
     assert (r.returncode, r.stdout) == (0, " ** On entry to SGEMM parameter number  3 had an illegal value\n")
+
+
+CBLAS_ERROR_CASES = 11  # tests/programs/cblas_errors.c
+
+
+@pytest.mark.parametrize("backend", ["auto", "reference", "openblas"])
+def test_cblas_errors_print_what_the_reference_prints(backend, available):
+    """Invalid enums, layouts and dimensions: libsol reports them itself (the call goes to a
+    backend) through the program's cblas_xerbla, with the value the program passed."""
+    if backend != "auto":
+        need(backend, available)
+    env = {"LD_LIBRARY_PATH": REFERENCE_BLAS_DIR}
+    for case in range(CBLAS_ERROR_CASES):
+        cmd = [str(PROGRAMS / "cblas_errors"), str(case)]
+        plain = run(cmd, preload=False, env=env)
+        assert plain.returncode == 255 and "incorrect" in plain.stderr, (case, plain.stderr)
+        r = run(cmd, env=dict(env, SOL_BACKEND=backend))
+        assert (r.returncode, r.stdout, r.stderr) == (plain.returncode, plain.stdout, plain.stderr), case
 
 
 def test_auto_with_reference_blas_runs_large_calls_on_openblas(tmp_path, available):

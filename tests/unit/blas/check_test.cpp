@@ -61,9 +61,7 @@ std::string compare_with_netlib(Node node, Buffers& buffers) {
   if (same && rep.level != Report::none) {
     same = e.info == rep.info && rep.routine == e.routine && e.row_major == rep.row_major;
     if (rep.level == Report::cblas) {
-      same = same && rep.message == e.message;
-      // The node keeps CBLAS enums as characters: an invalid enum's value is lost (bad_value 0).
-      if (e.bad_value != 0) same = same && e.bad_value == rep.value;
+      same = same && rep.message == e.message && e.bad_value == rep.value;
     }
   }
   return same ? "" : s.str();
@@ -108,9 +106,17 @@ TEST_P(ArgumentChecks, OneOrTwoBadArguments) {
   }
   for (int64_t BlasArgs::*f : {&BlasArgs::incx, &BlasArgs::incy})
     changes.push_back([f](BlasArgs& b) { b.*f = 0; });
-  for (char BlasArgs::*f :
-       {&BlasArgs::transa, &BlasArgs::transb, &BlasArgs::uplo, &BlasArgs::side, &BlasArgs::diag}) {
-    changes.push_back([f, fortran](BlasArgs& b) { b.*f = fortran ? 'X' : 0; });
+  const std::pair<char BlasArgs::*, int32_t*(*)(BlasArgs&)> enums[] = {
+      {&BlasArgs::transa, [](BlasArgs& b) { return &b.cblas.transa; }},
+      {&BlasArgs::transb, [](BlasArgs& b) { return &b.cblas.transb; }},
+      {&BlasArgs::uplo, [](BlasArgs& b) { return &b.cblas.uplo; }},
+      {&BlasArgs::side, [](BlasArgs& b) { return &b.cblas.side; }},
+      {&BlasArgs::diag, [](BlasArgs& b) { return &b.cblas.diag; }}};
+  for (const auto& [f, raw] : enums) {
+    changes.push_back([f = f, raw = raw, fortran](BlasArgs& b) {
+      b.*f = fortran ? 'X' : 0;
+      if (!fortran) *raw(b) = kBadEnum;
+    });
   }
   Mismatches bad;
   for (char layout : {'C', 'R'}) {
@@ -122,7 +128,7 @@ TEST_P(ArgumentChecks, OneOrTwoBadArguments) {
       for (int64_t BlasArgs::*f : {&BlasArgs::lda, &BlasArgs::ldb, &BlasArgs::ldc}) {
         for (int64_t v = -1; v < base.node.blas.*f; ++v) all.push_back([f, v](BlasArgs& b) { b.*f = v; });
       }
-      if (r.api == Api::cblas) all.push_back([](BlasArgs& b) { b.layout = 0; });
+      if (r.api == Api::cblas) all.push_back([](BlasArgs& b) { b.layout = 0, b.cblas.layout = kBadEnum; });
       for (size_t c1 = 0; c1 < all.size(); ++c1) {
         Node node = base.node;
         all[c1](node.blas);

@@ -139,27 +139,29 @@ T value(const capture::Scalar& s) {
   }
 }
 
-int layout_enum(char c) {
-  return c == 'R' ? 101 : c == 'C' ? 102 : kBadEnum;
+// A character field back to the CBLAS enum; an invalid one (0) is the value the program passed,
+// which the node keeps in blas.cblas.
+int layout_enum(char c, int32_t raw) {
+  return c == 'R' ? 101 : c == 'C' ? 102 : raw;
 }
-int trans_enum(char c) {
+int trans_enum(char c, int32_t raw) {
   switch (c) {
     case 'N':
     case 'n': return 111;
     case 'T':
     case 't': return 112;
     case 'C': return 113;
-    default: return kBadEnum;
+    default: return raw;
   }
 }
-int uplo_enum(char c) {
-  return c == 'U' ? 121 : c == 'L' ? 122 : kBadEnum;
+int uplo_enum(char c, int32_t raw) {
+  return c == 'U' ? 121 : c == 'L' ? 122 : raw;
 }
-int diag_enum(char c) {
-  return c == 'N' ? 131 : c == 'U' ? 132 : kBadEnum;
+int diag_enum(char c, int32_t raw) {
+  return c == 'N' ? 131 : c == 'U' ? 132 : raw;
 }
-int side_enum(char c) {
-  return c == 'L' ? 141 : c == 'R' ? 142 : kBadEnum;
+int side_enum(char c, int32_t raw) {
+  return c == 'L' ? 141 : c == 'R' ? 142 : raw;
 }
 
 // The node's arguments in the types the interfaces take.
@@ -178,8 +180,9 @@ struct Call {
   T* c = static_cast<T*>(b.c);
   T* x = static_cast<T*>(b.x);
   T* y = static_cast<T*>(b.y);
-  int L = layout_enum(b.layout), TA = trans_enum(b.transa), TB = trans_enum(b.transb);
-  int UL = uplo_enum(b.uplo), DI = diag_enum(b.diag), SD = side_enum(b.side);
+  int L = layout_enum(b.layout, b.cblas.layout), TA = trans_enum(b.transa, b.cblas.transa);
+  int TB = trans_enum(b.transb, b.cblas.transb), UL = uplo_enum(b.uplo, b.cblas.uplo);
+  int DI = diag_enum(b.diag, b.cblas.diag), SD = side_enum(b.side, b.cblas.side);
 
   CS<T> cs(const T& v) const {
     if constexpr (Types<T>::complex) {

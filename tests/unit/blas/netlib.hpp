@@ -4,6 +4,7 @@
 // this executable's xerbla_ and cblas_xerbla, which the library binds to.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,11 @@ struct Routine {
   int level;         // 1, 2 or 3
 };
 const std::vector<Routine>& blas_routines();
+// How gtest prints a parameter: by name, not as bytes.
+inline void PrintTo(const Routine& r, std::ostream* os) { *os << r.name; }
 
-// Invalid CBLAS enums reach a node as 0; the tests pass this value for them.
+// The value the tests pass for an invalid CBLAS enum (the node's character is 0 for it, its
+// blas.cblas field this value).
 inline constexpr int kBadEnum = 77;
 
 class Netlib {
