@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "capture/trace/state.hpp"
+#include "common/human.hpp"
 #include "common/log.hpp"
 
 namespace sol::capture::trace {
@@ -34,19 +35,6 @@ void json_str(std::string& out, const std::string& s) {
     }
   }
   out += '"';
-}
-
-std::string format_time(uint64_t ns) {
-  char buf[32];
-  if (ns < 1000)
-    std::snprintf(buf, sizeof buf, "%llu ns", static_cast<unsigned long long>(ns));
-  else if (ns < 1000000)
-    std::snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
-  else if (ns < 1000000000)
-    std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
-  else
-    std::snprintf(buf, sizeof buf, "%.3f s", ns / 1e9);
-  return buf;
 }
 
 std::string u64s(uint64_t v) {
@@ -208,8 +196,8 @@ std::string summary_text(State& s, const Merged& m, const std::vector<uint32_t>&
   std::string out = "SOL trace of: " + cmd + "\n";
   std::snprintf(line, sizeof line, "pid %d%s%s, %llu calls, %s traced, %s wall, backend %s\n\n", s.pid,
                 s.rank ? ", rank " : "", s.rank ? std::to_string(*s.rank).c_str() : "",
-                static_cast<unsigned long long>(m.calls), format_time(m.traced_ns).c_str(),
-                format_time(wall).c_str(), s.backend.c_str());
+                static_cast<unsigned long long>(m.calls), human_ns(m.traced_ns).c_str(),
+                human_ns(wall).c_str(), s.backend.c_str());
   out += line;
   std::snprintf(line, sizeof line, "%9s %11s %6s %11s  %-6s %-24s %-20s %-6s %-9s %s\n", "calls", "total",
                 "%", "mean", "api", "symbol", "op", "dtype", "backend", "shape");
@@ -218,9 +206,9 @@ std::string summary_text(State& s, const Merged& m, const std::vector<uint32_t>&
     const Signature& g = s.sigs[id];
     const SigStats& st = m.sigs[id];
     std::snprintf(line, sizeof line, "%9llu %11s %5.1f%% %11s  %-6s %-24s %-20s %-6s %-9s ",
-                  static_cast<unsigned long long>(st.calls), format_time(st.total_ns).c_str(),
+                  static_cast<unsigned long long>(st.calls), human_ns(st.total_ns).c_str(),
                   m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0,
-                  format_time(st.total_ns / st.calls).c_str(), api_name(symbol_api(g.sym)),
+                  human_ns(st.total_ns / st.calls).c_str(), api_name(symbol_api(g.sym)),
                   symbol_name(g.sym), g.op.c_str(), g.dtype.c_str(), g.backend.c_str());
     out += line + g.shape + "\n";
   }
@@ -231,7 +219,7 @@ std::string summary_text(State& s, const Merged& m, const std::vector<uint32_t>&
       if (id == 0 || shown++ == 20) continue;
       std::snprintf(line, sizeof line, "\n  site %u: %llu calls to %s, %s\n", id,
                     static_cast<unsigned long long>(m.sites[id].calls), symbol_name(s.sites[id].sym),
-                    format_time(m.sites[id].total_ns).c_str());
+                    human_ns(m.sites[id].total_ns).c_str());
       out += line;
       const auto& ips = s.sites[id].ips;
       for (size_t i = 0; i < ips.size() && i < 8; ++i) out += "      " + frames.name(ips[i]) + "\n";
@@ -287,7 +275,7 @@ std::string graph(State& s, const Merged& m, const std::vector<uint32_t>& sig_or
 void stderr_table(State& s, const Merged& m, const std::vector<uint32_t>& sig_order) {
   if (!log::enabled(log::Level::warn)) return;
   log::write(log::Level::warn, "trace: %llu calls, %s traced; files: %s.*",
-             static_cast<unsigned long long>(m.calls), format_time(m.traced_ns).c_str(), s.path("").c_str());
+             static_cast<unsigned long long>(m.calls), human_ns(m.traced_ns).c_str(), s.path("").c_str());
   log::write(log::Level::warn, "%9s %11s %6s  %-24s %-14s %s", "calls", "total", "%", "symbol", "op",
              "shape");
   for (size_t i = 0; i < sig_order.size() && i < 5; ++i) {
@@ -295,7 +283,7 @@ void stderr_table(State& s, const Merged& m, const std::vector<uint32_t>& sig_or
     const SigStats& st = m.sigs[sig_order[i]];
     std::string shape = g.shape.size() > 60 ? g.shape.substr(0, 57) + "..." : g.shape;
     log::write(log::Level::warn, "%9llu %11s %5.1f%%  %-24s %-14s %s",
-               static_cast<unsigned long long>(st.calls), format_time(st.total_ns).c_str(),
+               static_cast<unsigned long long>(st.calls), human_ns(st.total_ns).c_str(),
                m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0, symbol_name(g.sym), g.op.c_str(),
                shape.c_str());
   }

@@ -75,19 +75,6 @@ bool parse_reader_options(const std::string& verb, const Args& args, bool with_b
   return true;
 }
 
-std::string human_ns(uint64_t ns) {
-  char buf[32];
-  if (ns < 1000)
-    std::snprintf(buf, sizeof buf, "%" PRIu64 " ns", ns);
-  else if (ns < 1000000)
-    std::snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
-  else if (ns < 1000000000)
-    std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
-  else
-    std::snprintf(buf, sizeof buf, "%.3f s", ns / 1e9);
-  return buf;
-}
-
 std::string human_percent(double pct, bool sign) {
   char buf[32];
   std::snprintf(buf, sizeof buf, sign ? "%+.1f%%" : "%.1f%%", pct);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/human.hpp"
 #include "tools/sol/commands.hpp"
 #include "tools/sol/survey.hpp"
 
@@ -34,7 +35,7 @@ bool parse_reader_options(const std::string& verb, const Args& args, bool with_b
                           ReaderOptions& out, std::string& error);
 
 // "825.0 us", "51.23 ms", "2.513 s".
-std::string human_ns(uint64_t ns);
+using sol::human_ns;  // common/human.hpp
 // "1.6%", and "+1.6%" with `sign`.
 std::string human_percent(double pct, bool sign = false);
 // A count or duration with its sign: "+23", "-3.10 ms".

@@ -1,0 +1,26 @@
+// Durations for people: the one format of summary.txt (written by libsol) and `sol report`, so
+// that the two read alike.
+#pragma once
+
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace sol {
+
+// 812 ns, 15.3 us, 4.27 ms, 1.503 s
+inline std::string human_ns(uint64_t ns) {
+  char buf[32];
+  if (ns < 1000)
+    std::snprintf(buf, sizeof buf, "%" PRIu64 " ns", ns);
+  else if (ns < 1000000)
+    std::snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
+  else if (ns < 1000000000)
+    std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f s", ns / 1e9);
+  return buf;
+}
+
+}  // namespace sol
