@@ -22,3 +22,23 @@ else
   echo "demo: results differ" >&2
   exit 1
 fi
+
+# A program whose libblas.so.3 is the slow reference BLAS: libsol sends its BLAS work to a fast
+# backend without a rebuild.
+REF=/usr/lib/x86_64-linux-gnu/blas
+if [ -e "$REF/libblas.so.3" ]; then
+  echo
+  echo "== linked to the reference BLAS, without libsol"
+  LD_LIBRARY_PATH=$REF $PY examples/train.py --epochs 2 | tail -1
+  echo "== linked to the reference BLAS, under libsol (backends chosen per call)"
+  LD_LIBRARY_PATH=$REF "$SOL" run -- $PY examples/train.py --epochs 2 | tail -1
+fi
+
+# The survey view: which primitives the training loop reaches, with shapes and times.
+TRACE_DIR=/tmp/sol-demo-trace
+rm -rf "$TRACE_DIR"
+echo
+echo "== traced:  sol run --trace --trace-dir $TRACE_DIR -- python3 examples/train.py --epochs 1"
+"$SOL" run --trace --trace-dir "$TRACE_DIR" -- $PY examples/train.py --epochs 1 | tail -1
+"$SOL" report "$TRACE_DIR" --top 12
+echo "(trace files in $TRACE_DIR: open sol-*.trace.json in Perfetto or chrome://tracing)"
