@@ -6,20 +6,6 @@
 namespace sol::capture::blas {
 namespace {
 
-size_t elem_size(DType d) noexcept {
-  switch (d) {
-    case DType::f32: return 4;
-    case DType::f64: return 8;
-    case DType::c64: return 8;
-    case DType::c128: return 16;
-    default: return 0;
-  }
-}
-
-size_t real_size(DType d) noexcept {
-  return d == DType::c64 ? 4 : d == DType::c128 ? 8 : elem_size(d);
-}
-
 bool is_complex(DType d) noexcept {
   return d == DType::c64 || d == DType::c128;
 }
@@ -48,7 +34,7 @@ int64_t elements(const Operand& o) noexcept {
 // operands are turned into the column-major view of the same memory here, once.
 class Builder {
  public:
-  Builder(const Node& n, Operand* out) : out_(out), esize_(elem_size(n.dtype)), row_major_(n.blas.layout == 'R') {}
+  Builder(const Node& n, Operand* out) : out_(out), esize_(dtype_size(n.dtype)), row_major_(n.blas.layout == 'R') {}
 
   Operand& scalar(const char* name, void* p, int64_t n, bool read, bool written, size_t esize = 0) {
     Operand& o = next(name, p, read, written);
@@ -134,7 +120,7 @@ int operands(const Node& node, Operand out[kMaxOperands]) noexcept {
   Builder ops(node, out);
   const int64_t m = b.m, n = b.n, k = b.k;
   const bool c_read = !is_zero(b.beta);  // beta == 0: C (or y) is written without being read
-  const size_t rsize = real_size(node.dtype);
+  const size_t rsize = dtype_real_size(node.dtype);
   const bool up = upper(b.uplo), na = notrans(b.transa);
   const bool herm = node.op == Op::hemm || node.op == Op::herk || node.op == Op::her2k || node.op == Op::hemv ||
                     node.op == Op::hbmv || node.op == Op::hpmv || node.op == Op::her || node.op == Op::her2 ||

@@ -161,15 +161,6 @@ void row_major_call(const Node& node, FortranCall& fc) {
   }
 }
 
-size_t element_size(DType d) {
-  switch (d) {
-    case DType::c128: return 16;
-    case DType::c64:
-    case DType::f64: return 8;
-    default: return 4;
-  }
-}
-
 template <class R>
 void conjugate_into(R* dst, const R* src, int64_t n, int64_t inc) {
   // Logical element j of the strided vector goes to dst[j] (for inc < 0 the first logical element
@@ -210,7 +201,7 @@ hal::Reason with_column_major(Node& node, FunctionRef<hal::Reason(Node&)> run) n
   void* copies[2] = {nullptr, nullptr};
   for (int i = 0; i < fc.num_copies; ++i) {
     const detail::ConjugatedCopy& c = fc.copies[i];
-    copies[i] = std::malloc(size_t(c.n) * detail::element_size(node.dtype));
+    copies[i] = std::malloc(size_t(c.n) * dtype_size(node.dtype));
     if (!copies[i]) {
       for (void* p : copies) std::free(p);
       return hal::Reason::out_of_memory;

@@ -79,7 +79,7 @@ size_t result_size(const Node& node) noexcept {
     case Op::dot:
     case Op::dotu:
     case Op::dotc:
-      return node.dtype == DType::c64 ? 8 : node.dtype == DType::c128 ? 16 : node.dtype == DType::f64 ? 8 : 4;
+      return dtype_size(node.dtype);
     default: return dbl ? sizeof(double) : sizeof(float);  // asum, nrm2, cabs1: real
   }
 }

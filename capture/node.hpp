@@ -22,6 +22,25 @@ namespace sol::capture {
 
 enum class DType : uint8_t { none, f32, f64, c64, c128, bf16, f16, s8, u8, s32 };
 const char* dtype_name(DType dtype) noexcept;
+// Bytes of one element (0 for none); of its real part for c64 and c128.
+constexpr size_t dtype_size(DType d) noexcept {
+  switch (d) {
+    case DType::f32:
+    case DType::s32: return 4;
+    case DType::f64:
+    case DType::c64: return 8;
+    case DType::c128: return 16;
+    case DType::bf16:
+    case DType::f16: return 2;
+    case DType::s8:
+    case DType::u8: return 1;
+    case DType::none: return 0;
+  }
+  return 0;
+}
+constexpr size_t dtype_real_size(DType d) noexcept {
+  return d == DType::c64 ? 4 : d == DType::c128 ? 8 : dtype_size(d);
+}
 
 enum class Op : uint8_t {
 #define SOL_OP(name, family) name,

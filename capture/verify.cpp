@@ -114,10 +114,7 @@ void compare_result(const Node& node, const Node& ref, Diff& d, bool& exact_mism
     case Op::dot:
     case Op::dotu:
     case Op::dotc:
-      compare_bytes(
-          node.ret.bytes, ref.ret.bytes,
-          single(node.dtype) ? (node.dtype == DType::c64 ? 8 : 4) : (node.dtype == DType::c128 ? 16 : 8),
-          node.dtype, d);
+      compare_bytes(node.ret.bytes, ref.ret.bytes, dtype_size(node.dtype), node.dtype, d);
       return;
     case Op::asum:
     case Op::nrm2:

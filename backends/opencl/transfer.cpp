@@ -12,16 +12,6 @@ using capture::DType;
 using capture::Node;
 using hal::Reason;
 
-size_t elem_size(DType d) noexcept {
-  switch (d) {
-    case DType::f32: return 4;
-    case DType::f64: return 8;
-    case DType::c64: return 8;
-    case DType::c128: return 16;
-    default: return 0;
-  }
-}
-
 // The device-side view of an operand whose geometry capture::blas::operands() gave (in
 // column-major terms, whatever the node's layout).
 void shape_operand(Operand& o) noexcept {
@@ -150,7 +140,7 @@ void scatter(unsigned char* dst, const unsigned char* src, int64_t n, int64_t in
 int describe(const Node& node, Operand out[kMaxJobOperands]) {
   capture::blas::Operand ext[capture::blas::kMaxOperands];
   const int count = capture::blas::operands(node, ext);
-  const size_t es = elem_size(node.dtype);
+  const size_t es = capture::dtype_size(node.dtype);
   int n = 0;
   for (int i = 0; i < count && n < kMaxJobOperands; ++i) {
     if (!ext[i].ptr) continue;
@@ -173,7 +163,7 @@ Reason reason_of(int status) noexcept {
 }
 
 Job::Job(Device& dev, const Node& node)
-    : dev_(dev), cl_(dev.cl()), queue_(dev.queue()), es_(elem_size(node.dtype)) {
+    : dev_(dev), cl_(dev.cl()), queue_(dev.queue()), es_(capture::dtype_size(node.dtype)) {
   count_ = describe(node, ops_);
 }
 
