@@ -4,11 +4,27 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
+#include "backends/opencl/opencl.hpp"
+#include "config/config.hpp"
 #include "harness.hpp"
 
 namespace sol::test {
+
+// The backend under test, initialised once per process with its program cache in a fresh
+// temporary directory. nullptr with `why` when there is no OpenCL device (the tests skip).
+inline hal::Backend* shared_backend(std::string& why) {
+  static std::string reason;
+  static std::unique_ptr<hal::Backend> backend = [] {
+    auto b = backends::opencl::create();
+    if (!b->init(test_config(make_temp_dir()), reason)) b.reset();
+    return b;
+  }();
+  why = reason;
+  return backend.get();
+}
 
 template <class Base>
 class WithOpencl : public Base {

@@ -1,5 +1,5 @@
-// Test harness for the opencl backend: one BLAS call described in BLAS terms, run through the
-// backend and through the reference BLAS on identical inputs, every buffer compared.
+// Test harness for backends: one BLAS call described in BLAS terms, run through a backend and
+// through the reference BLAS on identical inputs, every buffer compared.
 //
 // Inputs are random, and every element the reference does not read is NaN: leading-dimension
 // gaps, increment gaps, the other triangle, band corners, a unit diagonal, the imaginary part of
@@ -38,13 +38,11 @@ struct Call {
 std::string compare_with_reference(hal::Backend& backend, ReferenceBlas& reference, const Call& call,
                                    unsigned seed);
 
-// The backend under test, initialised once per process with its program cache in a fresh
-// temporary directory, and the reference BLAS. nullptr with `why` when there is no OpenCL
-// device (the tests skip) or no reference BLAS.
-hal::Backend* shared_backend(std::string& why);
+// The reference BLAS, opened once per process. nullptr with `why` when it is missing.
 ReferenceBlas* shared_reference(std::string& why);
 
-// The defaults of every key, with the opencl program cache in `cache_dir`.
+// The defaults of every key (the environment ignored), with the opencl program cache in
+// `cache_dir`.
 config::Config test_config(const std::string& cache_dir);
 
 // A fresh directory under $TMPDIR (or /tmp).

@@ -12,7 +12,6 @@
 #include <sstream>
 #include <vector>
 
-#include "backends/opencl/opencl.hpp"
 #include "config/config.hpp"
 
 namespace sol::test {
@@ -524,20 +523,9 @@ config::Config test_config(const std::string& cache_dir) {
 
 std::string make_temp_dir() {
   const char* tmp = std::getenv("TMPDIR");
-  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/sol-opencl-test-XXXXXX";
+  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/sol-test-XXXXXX";
   if (!mkdtemp(path.data())) return {};
   return path;
-}
-
-hal::Backend* shared_backend(std::string& why) {
-  static std::string reason;
-  static std::unique_ptr<hal::Backend> backend = [] {
-    auto b = backends::opencl::create();
-    if (!b->init(test_config(make_temp_dir()), reason)) b.reset();
-    return b;
-  }();
-  why = reason;
-  return backend.get();
 }
 
 ReferenceBlas* shared_reference(std::string& why) {
