@@ -9,9 +9,12 @@ auto never picks something more than 5 % slower than native. Runs alternate per 
 time per call of each is kept. The reference backend stops at 512, OpenCL (pocl on a CPU) at 2048:
 above that they take minutes per call.
 """
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 QUICK = "--quick" in sys.argv
@@ -19,12 +22,20 @@ LIBSOL = os.path.join(BUILD, "libsol.so")
 GEMM = os.path.join(BUILD, "bench", "bench_gemm")
 SIZES = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096] if not QUICK else [8, 64, 512, 1024]
 LIMITS = {"reference": 512, "opencl": 2048}
-VARIANTS = ["native", "auto", "openblas", "onednn", "reference", "opencl"]
+VARIANTS = ["native", "auto", "openblas", "onednn", "onednn-mm", "reference", "opencl"]
+# onednn-mm: the onednn backend running GEMM as cached matmul primitives (backends.onednn.gemm).
+_SCRATCH = tempfile.mkdtemp(prefix="sol-bench-")
+atexit.register(shutil.rmtree, _SCRATCH, True)
+MATMUL_CONFIG = os.path.join(_SCRATCH, "matmul.toml")
+with open(MATMUL_CONFIG, "w") as f:
+    f.write('[backends.onednn]\ngemm = "matmul"\n')
 
 
 def env(variant):
     e = {k: v for k, v in os.environ.items() if not k.startswith("SOL_") and k != "LD_PRELOAD"}
-    if variant != "native":
+    if variant == "onednn-mm":
+        e.update(LD_PRELOAD=LIBSOL, SOL_BACKEND="onednn", SOL_CONFIG=MATMUL_CONFIG, SOL_LOG="error")
+    elif variant != "native":
         e.update(LD_PRELOAD=LIBSOL, SOL_BACKEND=variant, SOL_LOG="error")
     return e
 
@@ -45,7 +56,7 @@ def main():
             best = {}
             for _ in range(2):  # two alternating rounds
                 for v in VARIANTS:
-                    if n > LIMITS.get(v, 1 << 30) or (v == "onednn" and dtype == "d"):
+                    if n > LIMITS.get(v, 1 << 30) or (v.startswith("onednn") and dtype == "d"):
                         continue
                     t = measure(v, dtype, n)
                     best[v] = min(best.get(v, t), t)

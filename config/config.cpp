@@ -86,7 +86,16 @@ std::string parse_string(std::string_view text, std::string& out, const KeyInfo&
 }
 
 std::string parse(std::string_view text, std::string& out, const KeyInfo& k) {
-  return parse_string(text, out, k);
+  if (k.kind != Kind::choice) return parse_string(text, out, k);
+  const std::vector<std::string> words = choices(k);
+  const std::string t = text == k.def ? words.front() : lower(trim(text));
+  if (std::find(words.begin(), words.end(), t) != words.end()) {
+    out = t;
+    return {};
+  }
+  std::string list;
+  for (const auto& w : words) list += (list.empty() ? "" : ", ") + w;
+  return "is not one of " + list + did_you_mean(t, words);
 }
 
 std::string parse(std::string_view text, log::Level& out, const KeyInfo&) {
@@ -193,8 +202,26 @@ const char* kind_name(Kind kind) noexcept {
     case Kind::path: return "path";
     case Kind::log_level: return "log level";
     case Kind::backend_list: return "backend list";
+    case Kind::choice: return "choice";
   }
   return "?";
+}
+
+std::vector<std::string> choices(const KeyInfo& k) {
+  std::vector<std::string> words;
+  if (k.kind != Kind::choice) return words;
+  std::string_view rest = k.def;
+  while (true) {
+    const size_t bar = rest.find('|');
+    words.emplace_back(rest.substr(0, bar));
+    if (bar == std::string_view::npos) break;
+    rest.remove_prefix(bar + 1);
+  }
+  return words;
+}
+
+std::string default_text(const KeyInfo& k) {
+  return k.kind == Kind::choice ? choices(k).front() : std::string(k.def);
 }
 
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {

@@ -15,7 +15,9 @@
 
 namespace sol::config {
 
-enum class Kind : uint8_t { boolean, integer, string, path, log_level, backend_list };
+// choice: one word of a fixed set, which the default spells as "first|second|...": the first is
+// the default.
+enum class Kind : uint8_t { boolean, integer, string, path, log_level, backend_list, choice };
 
 struct KeyInfo {
   const char* field;
@@ -45,6 +47,10 @@ inline const KeyInfo& info(Key k) {
 }
 
 const char* kind_name(Kind kind) noexcept;
+// The words a choice key takes (its default first); empty for other kinds.
+std::vector<std::string> choices(const KeyInfo& k);
+// The default as a value of the key: a choice's first word, else the default text.
+std::string default_text(const KeyInfo& k);
 
 // The backend names a backend_list may hold, in documentation order.
 inline constexpr const char* kBackendNames[] = {"auto",     "native", "reference",
@@ -66,6 +72,10 @@ struct CType<Kind::string> {
 };
 template <>
 struct CType<Kind::path> {
+  using type = std::string;
+};
+template <>
+struct CType<Kind::choice> {
   using type = std::string;
 };
 template <>

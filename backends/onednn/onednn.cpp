@@ -1,30 +1,50 @@
 #include "backends/onednn/onednn.hpp"
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <cstring>
+#include <mutex>
 #include <string>
 
+#include "backends/onednn/api.hpp"
+#include "backends/onednn/matmul.hpp"
+#include "common/log.hpp"
 #include "common/native.hpp"
 #include "config/config.hpp"
 
 namespace sol::backends::onednn {
+
+bool Api::bind(void* lib, std::string& why) noexcept {
+#define SOL_ONEDNN_BIND(name)                                                      \
+  name = reinterpret_cast<decltype(name)>(dlsym(lib, "dnnl_" #name));              \
+  if (!name) {                                                                     \
+    why = "has no dnnl_" #name;                                                    \
+    return false;                                                                  \
+  }
+  SOL_ONEDNN_FUNCTIONS(SOL_ONEDNN_BIND)
+#undef SOL_ONEDNN_BIND
+  omp_get_max_threads = reinterpret_cast<int (*)()>(dlsym(lib, "omp_get_max_threads"));
+  omp_set_num_threads = reinterpret_cast<void (*)(int)>(dlsym(lib, "omp_set_num_threads"));
+  return true;
+}
+
 namespace {
 
 using capture::Node;
 using hal::Reason;
 
-// dnnl_status_t dnnl_sgemm(char transa, char transb, dnnl_dim_t M, N, K, float alpha, const float* A,
-//                          dnnl_dim_t lda, const float* B, dnnl_dim_t ldb, float beta, float* C, dnnl_dim_t
-//                          ldc):
-// row-major.
-using SgemmFn = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
-                        int64_t, float, float*, int64_t);
-using VersionFn = const struct Version {
-  int major, minor, patch;
-  const char* hash;
-  unsigned cpu_runtime, gpu_runtime;
-} * (*)();
+// GNU OpenMP's worker threads do not survive fork(): in the child, the thread that forked still
+// believes it has a team, and its next parallel region waits for threads that are gone, forever.
+// A thread that ran oneDNN work (which starts such a team) therefore continues single-threaded in
+// a forked child, as PyTorch does in its DataLoader workers; other threads start fresh teams.
+// (Matmul keys its primitives by thread count, so that this thread gets single-threaded ones.)
+thread_local bool t_ran_onednn = false;
+void (*g_omp_set_num_threads)(int) = nullptr;  // from the libgomp libdnnl loaded; null: not OpenMP
+
+void single_threaded_after_fork() {
+  if (t_ran_onednn && g_omp_set_num_threads) g_omp_set_num_threads(1);
+}
 
 bool notrans(char t) noexcept {
   return t == 'N' || t == 'n';
@@ -37,9 +57,13 @@ class OneDnn final : public hal::Backend {
   bool init(const config::Config& cfg, std::string& why) noexcept override {
     // The program's own libdnnl if loaded (PyTorch's), else the configured one.
     void* lib = nullptr;
+    std::string path = cfg.onednn_library;
     if (void* any = find_native("dnnl_sgemm")) {
       Dl_info info{};
-      if (dladdr(any, &info) && info.dli_fname) lib = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+      if (dladdr(any, &info) && info.dli_fname) {
+        lib = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+        if (lib) path = info.dli_fname;
+      }
     }
     if (!lib) lib = dlopen(cfg.onednn_library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
@@ -47,20 +71,26 @@ class OneDnn final : public hal::Backend {
       why = e ? e : "cannot open " + cfg.onednn_library;
       return false;
     }
-    sgemm_ = reinterpret_cast<SgemmFn>(dlsym(lib, "dnnl_sgemm"));
-    if (!sgemm_) {
-      why = cfg.onednn_library + " has no dnnl_sgemm";
+    if (!api_.bind(lib, why)) {
+      why = path + " " + why + " (oneDNN 2.x expected)";
       return false;
     }
-    if (auto v = reinterpret_cast<VersionFn>(dlsym(lib, "dnnl_version")))
-      if (const auto* ver = v())
-        version_ = "oneDNN " + std::to_string(ver->major) + "." + std::to_string(ver->minor) + "." +
-                   std::to_string(ver->patch);
+    if (const dnnl_version_t* v = api_.version())
+      version_ = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                 std::to_string(v->patch);
+    static std::once_flag fork_handler;
+    std::call_once(fork_handler, [this] {
+      g_omp_set_num_threads = api_.omp_set_num_threads;
+      pthread_atfork(nullptr, nullptr, single_threaded_after_fork);
+    });
+    choose_gemm(cfg.onednn_gemm);
     return true;
   }
 
   std::string device() const override {
-    return (version_.empty() ? "oneDNN" : version_) + ", dnnl_sgemm on the CPU";
+    const std::string v = version_.empty() ? "oneDNN" : version_;
+    if (!matmul_) return v + ", dnnl_sgemm on the CPU" + note_;
+    return v + ", matmul primitives (" + (impl_.empty() ? "?" : impl_) + ") on the CPU" + note_;
   }
 
   Reason supports(const Node& node) const noexcept override {
@@ -76,23 +106,57 @@ class OneDnn final : public hal::Backend {
     float* c = static_cast<float*>(b.c);
     const float alpha = static_cast<float>(b.alpha.re), beta = static_cast<float>(b.beta.re);
     if (m == 0 || n == 0) return Reason::ok;
-    // The reference's special cases, which a plain GEMM does not honour. beta == 0: C is not read,
-    // so a NaN in it must not survive (its old content does not matter either way, so zeroing it
-    // first leaves nothing wrong behind should the call fail). alpha == 0 or k == 0: A and B are
-    // not read, C becomes beta*C.
-    if (beta == 0) scale(c, m, n, b.ldc, 0);
+    // The reference's special case, which a plain GEMM does not honour: alpha == 0 or k == 0,
+    // A and B are not read and C becomes beta*C (beta == 0: zeros, whatever C held).
     if (alpha == 0 || k == 0) {
-      if (beta != 0 && beta != 1) scale(c, m, n, b.ldc, beta);
+      if (beta != 1) scale(c, m, n, b.ldc, beta);
       return Reason::ok;
     }
+    t_ran_onednn = true;
+    const auto* pa = static_cast<const float*>(b.a);
+    const auto* pb = static_cast<const float*>(b.b);
+    if (matmul_) {
+      // A problem oneDNN declines to create fails before C is touched: the next backend runs it.
+      return matmul_->run(b.transa, b.transb, m, n, k, alpha, pa, b.lda, pb, b.ldb, beta, c, b.ldc)
+                 ? Reason::ok
+                 : Reason::internal_error;
+    }
+    // beta == 0: C is not read, so a NaN in it must not survive; dnnl_sgemm computes beta*C.
+    // (Zeroing it first leaves nothing wrong behind should the call fail: its content did not
+    // matter.)
+    if (beta == 0) scale(c, m, n, b.ldc, 0);
     // Column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T: swap the operands.
     const char ta = notrans(b.transa) ? 'N' : 'T', tb = notrans(b.transb) ? 'N' : 'T';
-    const int status = sgemm_(tb, ta, n, m, k, alpha, static_cast<const float*>(b.b), b.ldb,
-                              static_cast<const float*>(b.a), b.lda, beta, c, b.ldc);
-    return status == 0 ? Reason::ok : Reason::internal_error;
+    const dnnl_status_t status = api_.sgemm(tb, ta, n, m, k, alpha, pb, b.ldb, pa, b.lda, beta, c, b.ldc);
+    return status == dnnl_success ? Reason::ok : Reason::internal_error;
   }
 
  private:
+  // backends.onednn.gemm: sgemm, matmul, or auto: matmul where oneDNN has matmul kernels of its
+  // own for f32 (brgemm, on AVX-512 and newer CPUs); elsewhere its matmul wraps the same GEMM as
+  // dnnl_sgemm and only adds a few microseconds per call.
+  void choose_gemm(const std::string& mode) noexcept {
+    if (mode == "sgemm") return;
+    auto mm = std::make_unique<Matmul>(api_);
+    std::string why;
+    if (!mm->init(why)) {
+      if (mode == "matmul")
+        SOL_LOG(warn, "onednn: matmul unavailable (%s); using dnnl_sgemm", why.c_str());
+      else
+        SOL_LOG(debug, "onednn: matmul unavailable (%s); using dnnl_sgemm", why.c_str());
+      note_ = "; matmul unavailable: " + why;
+      return;
+    }
+    impl_ = mm->probe_implementation();
+    if (mode == "auto" && impl_.rfind("brg", 0) != 0) {
+      note_ = "; its matmul would be " + (impl_.empty() ? std::string("unavailable") : impl_) +
+              ", no faster (backends.onednn.gemm = \"auto\")";
+      return;
+    }
+    // Never destroyed: at exit libdnnl may already be finalised (see Matmul).
+    matmul_ = mm.release();
+  }
+
   static void scale(float* c, int64_t m, int64_t n, int64_t ldc, float beta) noexcept {
     for (int64_t j = 0; j < n; ++j) {
       float* col = c + j * ldc;
@@ -103,8 +167,9 @@ class OneDnn final : public hal::Backend {
     }
   }
 
-  SgemmFn sgemm_ = nullptr;
-  std::string version_;
+  Api api_;
+  Matmul* matmul_ = nullptr;  // set: GEMM runs as matmul primitives
+  std::string version_, impl_, note_;
 };
 
 }  // namespace

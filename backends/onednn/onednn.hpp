@@ -6,8 +6,9 @@
 
 namespace sol::backends::onednn {
 
-// oneDNN's GEMM (dnnl_sgemm) for single-precision GEMM nodes. oneDNN 2.x has no double-precision
-// or complex GEMM; other BLAS nodes are declined with a reason and go elsewhere.
+// oneDNN for single-precision GEMM nodes: dnnl_sgemm, or matmul primitives created once per
+// problem and cached (backends.onednn.gemm). oneDNN 2.x has no double-precision or complex GEMM;
+// other BLAS nodes are declined with a reason and go elsewhere.
 std::unique_ptr<hal::Backend> create();
 
 }  // namespace sol::backends::onednn

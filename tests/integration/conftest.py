@@ -44,8 +44,14 @@ def _paths_exist():
 
 def pytest_addoption(parser):
     parser.addoption("--backend", default="native", help="SOL_BACKEND for tests that take one")
+    parser.addoption("--sol-config", default=None, help="SOL_CONFIG for tests that take a backend")
 
 
 @pytest.fixture
 def backend(request):
     return request.config.getoption("--backend")
+
+
+@pytest.fixture
+def sol_config(request):
+    return request.config.getoption("--sol-config")

@@ -33,13 +33,15 @@ def program_input(name):
     return (None if level == "1" else "%sin%s" % (letter, level)), None
 
 
-def run_program(name, tmp_path, *, preload, backend, reference_lib):
+def run_program(name, tmp_path, *, preload, backend, reference_lib, sol_config=None):
     stdin_name, summary = program_input(name)
     work = tmp_path / ("sol" if preload else "plain")
     work.mkdir()
     if stdin_name:
         shutil.copy("%s/%s" % (REFERENCE_BLAS_DIR, stdin_name), work / stdin_name)
     env = {"SOL_BACKEND": backend} if preload else {}
+    if preload and sol_config:
+        env["SOL_CONFIG"] = sol_config
     if reference_lib:
         env["LD_LIBRARY_PATH"] = REFERENCE_BLAS_DIR
     with open(work / stdin_name) if stdin_name else open("/dev/null") as stdin:
@@ -52,10 +54,11 @@ def passed_lines(output):
     return sorted(l.strip() for l in output.splitlines() if re.search(r"PASS", l))
 
 
-def check(name, tmp_path, backend, reference_lib):
+def check(name, tmp_path, backend, reference_lib, sol_config=None):
     plain, plain_out = run_program(name, tmp_path, preload=False, backend=backend, reference_lib=reference_lib)
     assert plain.returncode == 0, "the program fails even without libsol:\n" + plain_out[-2000:]
-    sol, sol_out = run_program(name, tmp_path, preload=True, backend=backend, reference_lib=reference_lib)
+    sol, sol_out = run_program(name, tmp_path, preload=True, backend=backend, reference_lib=reference_lib,
+                               sol_config=sol_config)
     assert sol.returncode == 0, sol.stderr[-2000:] + sol_out[-2000:]
     bad = [l for l in sol_out.splitlines() if FAILURE.search(l)]
     assert not bad, "\n".join(bad[:20])
@@ -64,10 +67,10 @@ def check(name, tmp_path, backend, reference_lib):
 
 
 @pytest.mark.parametrize("name", FORTRAN + CBLAS)
-def test_reference_library(name, tmp_path, backend):
-    check(name, tmp_path, backend, reference_lib=True)
+def test_reference_library(name, tmp_path, backend, sol_config):
+    check(name, tmp_path, backend, reference_lib=True, sol_config=sol_config)
 
 
 @pytest.mark.parametrize("name", FORTRAN)
-def test_system_library(name, tmp_path, backend):
-    check(name, tmp_path, backend, reference_lib=False)
+def test_system_library(name, tmp_path, backend, sol_config):
+    check(name, tmp_path, backend, reference_lib=False, sol_config=sol_config)

@@ -19,8 +19,11 @@ std::string source_text(const config::Source& s) {
 
 int print_keys() {
   for (const auto& k : config::kKeys) {
+    std::string def = config::default_text(k);
+    if (def.empty()) def = "(none)";
+    if (k.kind == config::Kind::choice) def += "; one of " + std::string(k.def);
     std::printf("%-16s %-18s %-13s default %s\n", *k.toml ? k.toml : "-", *k.env ? k.env : "-",
-                config::kind_name(k.kind), *k.def ? k.def : "(none)");
+                config::kind_name(k.kind), def.c_str());
     std::printf("    %s\n", k.help);
   }
   return 0;

@@ -106,6 +106,21 @@ TEST(Config, NumbersAreStrict) {
   EXPECT_EQ(cfg.trace_depth, 12);
 }
 
+TEST(Config, ChoicesTakeOneOfTheirWords) {
+  const KeyInfo& k = info(Key::onednn_gemm);
+  EXPECT_EQ(choices(k), (std::vector<std::string>{"auto", "sgemm", "matmul"}));
+  EXPECT_EQ(default_text(k), "auto");
+  EXPECT_EQ(load(fake({{"HOME", "/nonexistent"}})).onednn_gemm, "auto");
+  Config cfg;
+  EXPECT_EQ(set_from_text(cfg, Key::onednn_gemm, " MatMul "), "");
+  EXPECT_EQ(cfg.onednn_gemm, "matmul");
+  EXPECT_EQ(set_from_text(cfg, Key::onednn_gemm, "matmull"),
+            "is not one of auto, sgemm, matmul (did you mean 'matmul'?)");
+  EXPECT_EQ(set_from_text(cfg, Key::onednn_gemm, "auto|sgemm"), "is not one of auto, sgemm, matmul");
+  EXPECT_EQ(cfg.onednn_gemm, "matmul");  // unchanged on error
+  EXPECT_TRUE(choices(info(Key::trace_dir)).empty());
+}
+
 TEST(Config, PathsExpandHome) {
   Config cfg;
   setenv("HOME", "/home/someone", 1);
