@@ -69,6 +69,25 @@ def test_framework_results_within_tolerance(program, backend, available, tmp_pat
         assert served, "no call ran on %s: %s" % (backend, backend_calls(str(tmp_path)))
 
 
+@pytest.mark.parametrize("gemm", ["sgemm", "matmul"])
+def test_onednn_gemm_in_forked_workers(gemm, available, tmp_path):
+    """A parent's threaded oneDNN GEMMs, then forked workers' (GNU OpenMP's threads do not survive
+    fork: without care the workers hang, which the program's watchdog reports)."""
+    need("onednn", available)
+    config = tmp_path / "sol.toml"
+    config.write_text('[backends.onednn]\ngemm = "%s"\n' % gemm)
+    cmd = [PYTHON, str(PY_PROGRAMS / "numpy_fork_float32.py")]
+    native = run(cmd, preload=False, cwd=PY_PROGRAMS)
+    traces = tmp_path / "trace"
+    r = run(cmd, cwd=PY_PROGRAMS, timeout=300, env={"SOL_BACKEND": "onednn", "SOL_CONFIG": str(config),
+                                                    "SOL_TRACE": "1", "SOL_TRACE_DIR": str(traces)})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert close(numbers(r.stdout), numbers(native.stdout), 2e-3), (r.stdout, native.stdout)
+    served = [p for p in glob.glob(str(traces / "sol-*.summary.json"))
+              if any(o["symbol"] == "cblas_sgemm" and o["backend"] == "onednn" for o in json.load(open(p))["ops"])]
+    assert len(served) >= 2, "cblas_sgemm ran on onednn in %d processes" % len(served)  # parent, workers
+
+
 @pytest.mark.parametrize("backend", ["auto", "reference", "openblas"])
 def test_program_without_any_blas_library(backend):
     r = run([str(PROGRAMS / "no_native")], preload=False, env={"SOL_BACKEND": backend})
