@@ -186,20 +186,9 @@ bool executor_always_native(Sym sym, const void* native) noexcept {
   Executor* ex = g_exec.load(std::memory_order_acquire);
   if (!ex) return true;
   if (ex->verify) return false;  // every call is looked at
-  // Which op and element type the symbol's calls have: the same for all of them.
-  static constexpr Op kOps[] = {
-#define SOL_SYMBOL(id, api, op, dtype, fields) Op::op,
-#include "symbols.inc"
-#undef SOL_SYMBOL
-  };
-  static constexpr DType kDTypes[] = {
-#define SOL_SYMBOL(id, api, op, dtype, fields) DType::dtype,
-#include "symbols.inc"
-#undef SOL_SYMBOL
-  };
-  const Op op = kOps[static_cast<size_t>(sym)];
+  const Op op = symbol_op(sym);
   if (!is_blas(op)) return true;  // only BLAS work is redirected so far
-  return ex->router.always_native(op, kDTypes[static_cast<size_t>(sym)], native_kind(sym, native));
+  return ex->router.always_native(op, symbol_dtype(sym), native_kind(sym, native));
 }
 
 const char* execute(Node& node, NativeFn native) noexcept {

@@ -56,6 +56,24 @@ inline constexpr size_t kNumDTypes = static_cast<size_t>(DType::s32) + 1;
 const char* op_name(Op op) noexcept;
 const char* op_family(Op op) noexcept;
 
+// The op and element type of every call of a symbol (interpose/spec): the same for all of them.
+inline constexpr Op kSymbolOp[] = {
+#define SOL_SYMBOL(id, api, op, dtype, fields) Op::op,
+#include "symbols.inc"
+#undef SOL_SYMBOL
+};
+inline constexpr DType kSymbolDType[] = {
+#define SOL_SYMBOL(id, api, op, dtype, fields) DType::dtype,
+#include "symbols.inc"
+#undef SOL_SYMBOL
+};
+inline Op symbol_op(Sym s) noexcept {
+  return kSymbolOp[static_cast<size_t>(s)];
+}
+inline DType symbol_dtype(Sym s) noexcept {
+  return kSymbolDType[static_cast<size_t>(s)];
+}
+
 // float -> double with integer operations only. A floating-point conversion would set the FPU's
 // sticky flags (denormal operand; invalid for a signalling NaN) for values the routine may never
 // look at: the BLAS test programs pass uninitialised scalars to invalid calls, and gfortran

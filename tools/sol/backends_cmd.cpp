@@ -14,25 +14,12 @@
 namespace sol::tools {
 namespace {
 
-using capture::DType;
-using capture::Op;
 using capture::Sym;
 
 // A small, valid node of a Fortran routine, to ask supports() about; never run.
 capture::Node probe_node(Sym routine) {
-  static constexpr Op kOps[] = {
-#define SOL_SYMBOL(id, api, op, dtype, fields) Op::op,
-#include "symbols.inc"
-#undef SOL_SYMBOL
-  };
-  static constexpr DType kDTypes[] = {
-#define SOL_SYMBOL(id, api, op, dtype, fields) DType::dtype,
-#include "symbols.inc"
-#undef SOL_SYMBOL
-  };
   static double buffer[64];
-  const auto i = static_cast<size_t>(routine);
-  capture::Node n(routine, kOps[i], kDTypes[i]);
+  capture::Node n(routine, capture::symbol_op(routine), capture::symbol_dtype(routine));
   auto& b = n.blas;
   b.layout = 'C';
   b.transa = b.transb = 'N';

@@ -67,25 +67,17 @@ namespace sol::test {
 
 const std::vector<Routine>& blas_routines() {
   static const std::vector<Routine> routines = [] {
-    struct Entry {
-      capture::Sym sym;
-      Api api;
-      Op op;
-      DType dtype;
-      const char* name;
-    };
-    static constexpr Entry kAll[] = {
-#define SOL_SYMBOL(id, api, op, dtype, ...) {capture::Sym::id, Api::api, Op::op, DType::dtype, #id},
-#include "symbols.inc"
-#undef SOL_SYMBOL
-    };
     std::vector<Routine> out;
-    for (const Entry& e : kAll) {
-      std::string_view family = capture::op_family(e.op);
+    for (size_t i = 0; i < capture::kNumSymbols; ++i) {
+      const auto sym = static_cast<capture::Sym>(i);
+      const Api api = capture::symbol_api(sym);
+      const Op op = capture::symbol_op(sym);
+      const DType dtype = capture::symbol_dtype(sym);
+      std::string_view family = capture::op_family(op);
       if (family.substr(0, 4) != "blas") continue;
       // Of oneDNN only dnnl_sgemm is BLAS; dnnl_gemm_[us]8s8s32 take offsets a node lacks.
-      if (e.api == Api::dnnl && e.dtype != DType::f32) continue;
-      out.push_back({e.sym, e.api, e.op, e.dtype, e.name, family[4] - '0'});
+      if (api == Api::dnnl && dtype != DType::f32) continue;
+      out.push_back({sym, api, op, dtype, capture::symbol_name(sym), family[4] - '0'});
     }
     return out;
   }();

@@ -9,21 +9,8 @@
 namespace sol::test {
 namespace {
 
-using capture::DType;
 using capture::Node;
-using capture::Op;
 using capture::Sym;
-
-struct SymbolInfo {
-  Op op;
-  DType dtype;
-};
-// Variadic: the generator may append fields after dtype.
-constexpr SymbolInfo kSymbols[] = {
-#define SOL_SYMBOL(id, api, op, dtype, ...) {Op::op, DType::dtype},
-#include "symbols.inc"
-#undef SOL_SYMBOL
-};
 
 constexpr const char* kRealAlpha[] = {"csscal", "zdscal", "cher", "zher", "chpr", "zhpr", "cherk", "zherk"};
 
@@ -34,7 +21,7 @@ Node blas_node(const std::string& routine) {
   for (size_t i = 0; i < capture::kNumSymbols; ++i) {
     const Sym s = static_cast<Sym>(i);
     if (capture::symbol_api(s) != capture::Api::blas || want != capture::symbol_name(s)) continue;
-    Node node(s, kSymbols[i].op, kSymbols[i].dtype);
+    Node node(s, capture::symbol_op(s), capture::symbol_dtype(s));
     node.blas.layout = 'C';
     for (const char* r : kRealAlpha)
       if (routine == r) node.blas.real_alpha = true;
