@@ -88,7 +88,7 @@ std::string parse_string(std::string_view text, std::string& out, const KeyInfo&
 std::string parse(std::string_view text, std::string& out, const KeyInfo& k) {
   if (k.kind != Kind::choice) return parse_string(text, out, k);
   const std::vector<std::string> words = choices(k);
-  const std::string t = text == k.def ? words.front() : lower(trim(text));
+  const std::string t = lower(trim(text));
   if (std::find(words.begin(), words.end(), t) != words.end()) {
     out = t;
     return {};
@@ -160,10 +160,11 @@ std::string format(const std::vector<std::string>& v) {
 }
 
 void set_defaults(Config& cfg) {
-#define SOL_KEY(field, toml, env, kind, def, min, max, help)                       \
-  {                                                                                \
-    std::string problem = parse(def, cfg.field, info(Key::field));                 \
-    (void)problem; /* defaults are valid: tested by config_test's Defaults test */ \
+#define SOL_KEY(field, toml, env, kind, def, min, max, help)                             \
+  {                                                                                      \
+    const KeyInfo& k = info(Key::field);                                                 \
+    std::string problem = parse(default_text(k), cfg.field, k);                          \
+    (void)problem; /* defaults are valid: tested by config_test's EveryDefaultIsValid */ \
   }
 #include "config/keys.def"
 #undef SOL_KEY

@@ -26,7 +26,7 @@ Environment fake(std::map<std::string, std::string> vars) {
 TEST(Config, EveryDefaultIsValid) {
   for (size_t i = 0; i < kNumKeys; ++i) {
     Config cfg;
-    EXPECT_EQ(set_from_text(cfg, static_cast<Key>(i), kKeys[i].def), "") << kKeys[i].field;
+    EXPECT_EQ(set_from_text(cfg, static_cast<Key>(i), default_text(kKeys[i])), "") << kKeys[i].field;
   }
 }
 
@@ -117,6 +117,7 @@ TEST(Config, ChoicesTakeOneOfTheirWords) {
   EXPECT_EQ(set_from_text(cfg, Key::onednn_gemm, "matmull"),
             "is not one of auto, sgemm, matmul (did you mean 'matmul'?)");
   EXPECT_EQ(set_from_text(cfg, Key::onednn_gemm, "auto|sgemm"), "is not one of auto, sgemm, matmul");
+  EXPECT_EQ(set_from_text(cfg, Key::onednn_gemm, "auto|sgemm|matmul"), "is not one of auto, sgemm, matmul");
   EXPECT_EQ(cfg.onednn_gemm, "matmul");  // unchanged on error
   EXPECT_TRUE(choices(info(Key::trace_dir)).empty());
 }
