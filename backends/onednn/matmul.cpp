@@ -23,10 +23,6 @@ void unlock_all() {
   g_cache_mu.unlock();
 }
 
-bool transposed(char t) noexcept {
-  return t != 'N' && t != 'n';
-}
-
 }  // namespace
 
 struct Matmul::Entry {
@@ -58,6 +54,11 @@ bool Matmul::init(std::string& why) noexcept {
     why = "dnnl_engine_create failed (status " + std::to_string(static_cast<int>(s)) + ")";
     return false;
   }
+  const dnnl_dims_t one = {1};
+  if (api_.memory_desc_init_by_tag(&scale_md_, 1, one, dnnl_f32, dnnl_a) != dnnl_success) {
+    why = "dnnl_memory_desc_init_by_tag failed for the output scale";
+    return false;
+  }
   static std::once_flag fork_handlers;
   std::call_once(fork_handlers, [] { pthread_atfork(lock_all, unlock_all, unlock_all); });
   return true;
@@ -69,9 +70,9 @@ bool Matmul::init(std::string& why) noexcept {
 dnnl_primitive_desc_t Matmul::describe(const Key& key, dnnl_memory_desc_t md[3]) noexcept {
   const dnnl_dims_t src_dims = {key.n, key.k}, wei_dims = {key.k, key.m}, dst_dims = {key.n, key.m};
   // src(j, l) = op(B)(l, j): B(l, j) at l + j*ldb, or B(j, l) at j + l*ldb when transposed.
-  const dnnl_dims_t src_strides = {transposed(key.transb) ? 1 : key.ldb, transposed(key.transb) ? key.ldb : 1};
+  const dnnl_dims_t src_strides = {key.transb == 'T' ? 1 : key.ldb, key.transb == 'T' ? key.ldb : 1};
   // weights(l, i) = op(A)(i, l): A(i, l) at i + l*lda, or A(l, i) at l + i*lda when transposed.
-  const dnnl_dims_t wei_strides = {transposed(key.transa) ? 1 : key.lda, transposed(key.transa) ? key.lda : 1};
+  const dnnl_dims_t wei_strides = {key.transa == 'T' ? 1 : key.lda, key.transa == 'T' ? key.lda : 1};
   const dnnl_dims_t dst_strides = {key.ldc, 1};  // dst(j, i) = C(i, j) at i + j*ldc
   if (api_.memory_desc_init_by_strides(&md[0], 2, src_dims, dnnl_f32, src_strides) != dnnl_success ||
       api_.memory_desc_init_by_strides(&md[1], 2, wei_dims, dnnl_f32, wei_strides) != dnnl_success ||
@@ -185,21 +186,18 @@ bool Matmul::run(char transa, char transb, int64_t m, int64_t n, int64_t k, floa
   // oneDNN sizes a primitive's thread team when creating it, from the creating thread's OpenMP
   // setting: a thread that asks for fewer threads (one, in a forked child) gets its own primitive.
   const int threads = api_.omp_get_max_threads ? api_.omp_get_max_threads() : 0;
-  Key key{transposed(transa) ? 'T' : 'N', transposed(transb) ? 'T' : 'N', m, n, k, lda, ldb, ldc, 0, threads};
+  Key key{transa, transb, m, n, k, lda, ldb, ldc, 0, threads};
   if (beta != 0) std::memcpy(&key.beta_bits, &beta, sizeof beta);  // -0.0 is 0 too
   const EntryPtr e = lookup(key);
   if (!e) return false;
   dnnl_stream_t stream = take_stream();
   if (!stream) return false;
 
-  const dnnl_dims_t one = {1};
-  dnnl_memory_desc_t scale_md;
   dnnl_memory_t mem[4] = {nullptr, nullptr, nullptr, nullptr};
-  bool ok = api_.memory_desc_init_by_tag(&scale_md, 1, one, dnnl_f32, dnnl_a) == dnnl_success &&
-            api_.memory_create(&mem[0], &e->md[0], engine_, const_cast<float*>(b)) == dnnl_success &&
+  bool ok = api_.memory_create(&mem[0], &e->md[0], engine_, const_cast<float*>(b)) == dnnl_success &&
             api_.memory_create(&mem[1], &e->md[1], engine_, const_cast<float*>(a)) == dnnl_success &&
             api_.memory_create(&mem[2], &e->md[2], engine_, c) == dnnl_success &&
-            api_.memory_create(&mem[3], &scale_md, engine_, &alpha) == dnnl_success;
+            api_.memory_create(&mem[3], &scale_md_, engine_, &alpha) == dnnl_success;
   if (ok) {
     const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, mem[0]},
                                     {DNNL_ARG_WEIGHTS, mem[1]},

@@ -32,7 +32,7 @@ class Matmul {
   // whether matmul has kernels of its own here or wraps the same GEMM as dnnl_sgemm.
   std::string probe_implementation() noexcept;
 
-  // Column-major C = alpha op(A) op(B) + beta C (transa/transb 'N' or 'T'), for m, n, k > 0 and
+  // Column-major C = alpha op(A) op(B) + beta C (transa/transb exactly 'N' or 'T'), for m, n, k > 0 and
   // alpha != 0. false when oneDNN cannot create or run the primitive; C is untouched when the
   // failure comes before execution (creation: an unsupported problem).
   bool run(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -63,6 +63,7 @@ class Matmul {
 
   const Api& api_;
   dnnl_engine_t engine_ = nullptr;
+  dnnl_memory_desc_t scale_md_;  // alpha: one f32, given at execution
   // Guarded by the mutexes in matmul.cpp (globals, so that fork handlers can hold them).
   std::list<std::pair<Key, EntryPtr>> lru_;  // most recent first
   std::unordered_map<Key, std::list<std::pair<Key, EntryPtr>>::iterator, KeyHash> index_;

@@ -115,18 +115,17 @@ class OneDnn final : public hal::Backend {
     t_ran_onednn = true;
     const auto* pa = static_cast<const float*>(b.a);
     const auto* pb = static_cast<const float*>(b.b);
+    const char ta = notrans(b.transa) ? 'N' : 'T', tb = notrans(b.transb) ? 'N' : 'T';  // 'C' is 'T'
     if (matmul_) {
       // A problem oneDNN declines to create fails before C is touched: the next backend runs it.
-      return matmul_->run(b.transa, b.transb, m, n, k, alpha, pa, b.lda, pb, b.ldb, beta, c, b.ldc)
-                 ? Reason::ok
-                 : Reason::internal_error;
+      return matmul_->run(ta, tb, m, n, k, alpha, pa, b.lda, pb, b.ldb, beta, c, b.ldc) ? Reason::ok
+                                                                                         : Reason::internal_error;
     }
     // beta == 0: C is not read, so a NaN in it must not survive; dnnl_sgemm computes beta*C.
     // (Zeroing it first leaves nothing wrong behind should the call fail: its content did not
     // matter.)
     if (beta == 0) scale(c, m, n, b.ldc, 0);
     // Column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T: swap the operands.
-    const char ta = notrans(b.transa) ? 'N' : 'T', tb = notrans(b.transb) ? 'N' : 'T';
     const dnnl_status_t status = api_.sgemm(tb, ta, n, m, k, alpha, pb, b.ldb, pa, b.lda, beta, c, b.ldc);
     return status == dnnl_success ? Reason::ok : Reason::internal_error;
   }
