@@ -4,9 +4,9 @@
 
 #include <cstdlib>
 
-#include "capture/executor.hpp"
+#include "capture/exec/executor.hpp"
 #include "capture/trace/trace.hpp"
-#include "capture/verify.hpp"
+#include "capture/exec/verify.hpp"
 #include "config/config.hpp"
 
 namespace sol::capture {
@@ -37,9 +37,7 @@ bool always_native(Sym sym, const void* native) noexcept {
 void submit(Node& node, NativeFn native) noexcept {
   if (trace::active()) {
     trace::Span span(node);
-    trace::before_call(node);
     const char* backend = execute(node, native);
-    trace::after_call(node);
     span.finish(node, backend);
     return;
   }

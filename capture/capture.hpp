@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <atomic>
 
-#include "capture/node.hpp"
+#include "capture/ir/node.hpp"
 
 namespace sol::config {
 struct Config;

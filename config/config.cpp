@@ -256,9 +256,9 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
 
 std::string check_route(const RouteRule& rule) {
   static const std::vector<std::string> ops = [] {
-    std::vector<std::string> v = {"*", "blas1", "blas2", "blas3"};
+    std::vector<std::string> v = {"*", "blas1", "blas2", "blas3", "dnn", "dnnl"};
 #define SOL_OP(name, family) v.push_back(#name);
-#include "capture/ops.def"
+#include "capture/ir/ops.def"
 #undef SOL_OP
     return v;
   }();

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/node.hpp"
+#include "capture/ir/node.hpp"
 
 namespace sol::config {
 struct Config;
@@ -79,6 +79,10 @@ class Backend {
   // node.ret). Reason::ok on success; anything else and the executor runs the node elsewhere,
   // so run() must not have written partial results when it fails (or must fail before writing).
   virtual Reason run(capture::Node& node) noexcept = 0;
+
+  // True for a backend whose DNN implementation is the program's own library (onednn: oneDNN is
+  // the native library of DNN nodes): the router sends DNN nodes it is asked for to native.
+  virtual bool dnn_is_native() const noexcept { return false; }
 
   // Device memory, or nullptr for backends that compute in host memory.
   virtual DeviceMemory* memory() noexcept { return nullptr; }

@@ -76,11 +76,31 @@ Router::Rule* Router::rule_for(const capture::Node& node, double flops) noexcept
   return nullptr;
 }
 
-// auto: accelerators above their threshold, then the fastest CPU place, then native.
+namespace {
+bool is_dnn(const capture::Node& node) noexcept {
+  return node.dnn != nullptr;
+}
+// Whether a [[route]] op names DNN nodes: the family, or one of its kinds.
+bool names_dnn(const std::string& op) noexcept {
+  if (op == "*" || op == "dnn") return true;
+  for (size_t i = 0; i < capture::kNumOps; ++i) {
+    const auto o = static_cast<capture::Op>(i);
+    if (op == capture::op_name(o)) return std::strcmp(capture::op_family(o), "dnn") == 0;
+  }
+  return false;
+}
+}  // namespace
+
+// auto: accelerators above their threshold, then the fastest CPU place, then native. For DNN
+// nodes the fastest CPU place is the program's own oneDNN.
 void Router::add_auto(const capture::Node& node, double flops, NativeKind native, Plan& out) {
   if (flops >= min_accelerator_flops_)
     for (Backend* a : accelerators())
       if (flops >= a->min_flops()) out.add(a, false);
+  if (is_dnn(node)) {
+    out.add(nullptr, false);
+    return;
+  }
   // The program's own library when it is as fast as any, or when the call is so small that a
   // library's fixed cost decides (the reference BLAS beats OpenBLAS on 2x2 matrices).
   if (native != NativeKind::missing && (optimized(native) || flops < kSmallFlops)) {
@@ -101,7 +121,7 @@ void Router::add_target(Target& t, bool requested, const capture::Node& node, do
       if (native != NativeKind::missing) out.add(nullptr, requested);
       break;
     case Target::backend:
-      if (Backend* b = t.lazy.get(registry_)) out.add(b, requested);
+      if (Backend* b = t.lazy.get(registry_)) out.add(is_dnn(node) && b->dnn_is_native() ? nullptr : b, requested);
       break;
   }
 }
@@ -123,6 +143,23 @@ void Router::plan(const capture::Node& node, double flops, NativeKind native, Pl
   // plan: a node is never left without somewhere to run.
   if (native != NativeKind::missing) out.add(nullptr, false);
   if (Backend* ref = reference_.get(registry_)) out.add(ref, false);
+}
+
+bool Router::dnn_always_native() {
+  for (const auto& r : rule_config_) {
+    if (r.backend == "native" || r.backend == "onednn") continue;
+    if (names_dnn(r.op)) return false;
+  }
+  for (const auto& t : preference_) {
+    switch (t.kind) {
+      case Target::native: return true;
+      case Target::backend:
+        if (t.lazy.name() != "onednn") return false;
+        break;
+      case Target::automatic: return accelerators().empty();
+    }
+  }
+  return true;
 }
 
 double Router::native_below(capture::Op op, capture::DType dtype, NativeKind native) {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/node.hpp"
+#include "capture/ir/node.hpp"
 #include "common/macros.hpp"
 #include "hal/registry.hpp"
 
@@ -59,6 +59,10 @@ class Router {
   // Nodes of this operation doing less work than this go to native first, whatever else: the
   // executor skips planning for them. 0 when every node must be planned.
   double native_below(capture::Op op, capture::DType dtype, NativeKind native);
+
+  // Whether every DNN node goes to native under this configuration: then oneDNN's entry points
+  // can bypass SOL entirely.
+  bool dnn_always_native();
 
   // Calls below this much work stay with an unoptimized native library under auto: the library
   // call costs less there than a fast library's setup.

@@ -61,6 +61,10 @@ namespace sol::interpose {
 
 using capture::Sym;
 
+namespace dnnl {
+void submit(capture::Node& node, capture::NativeFn native) noexcept;
+}
+
 // Process-wide state. 0: initialised, nothing to capture. Otherwise a set of these bits.
 enum ModeBits : uint32_t {
   kNeedsInit = 1u << 0,  // configuration not read yet
@@ -123,6 +127,13 @@ class SlowCall {
 
   bool capturing() const noexcept { return capturing_; }
   capture::Node& node() noexcept { return *std::launder(reinterpret_cast<capture::Node*>(storage_)); }
+
+  // oneDNN calls: through the oneDNN frontend (interpose/dnnl), which describes primitives and
+  // makes executions DNN nodes.
+  template <class F>
+  void run_dnnl(F&& native) noexcept {
+    dnnl::submit(node(), capture::NativeFn(native));
+  }
 
   template <class F>
   void run(F&& native) noexcept {

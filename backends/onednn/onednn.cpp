@@ -93,6 +93,9 @@ class OneDnn final : public hal::Backend {
     return v + ", matmul primitives (" + (impl_.empty() ? "?" : impl_) + ") on the CPU" + note_;
   }
 
+  // For DNN nodes oneDNN is the program's own library: asked for one, the router runs it natively.
+  bool dnn_is_native() const noexcept override { return true; }
+
   Reason supports(const Node& node) const noexcept override {
     if (capture::op_family(node.op)[0] != 'b') return Reason::not_blas;
     if (node.op != capture::Op::gemm) return Reason::op_unsupported;

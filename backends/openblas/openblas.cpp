@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "capture/blas_call.hpp"
+#include "capture/blas/call.hpp"
 #include "common/native.hpp"
 #include "config/config.hpp"
 

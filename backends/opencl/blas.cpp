@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "backends/opencl/transfer.hpp"
-#include "capture/blas.hpp"
+#include "capture/blas/blas.hpp"
 #include "common/log.hpp"
 
 namespace sol::backends::opencl {

@@ -19,7 +19,7 @@
 #pragma once
 
 #include "backends/opencl/device.hpp"
-#include "capture/node.hpp"
+#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
 
 namespace sol::backends::opencl {

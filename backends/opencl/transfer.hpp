@@ -8,8 +8,8 @@
 #include <type_traits>
 
 #include "backends/opencl/device.hpp"
-#include "capture/blas.hpp"
-#include "capture/node.hpp"
+#include "capture/blas/blas.hpp"
+#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
 
 namespace sol::backends::opencl {

@@ -9,7 +9,7 @@
 #include "backends/reference/level1.hpp"
 #include "backends/reference/level2.hpp"
 #include "backends/reference/level3.hpp"
-#include "capture/blas.hpp"
+#include "capture/blas/blas.hpp"
 
 namespace sol::backends::reference {
 namespace {

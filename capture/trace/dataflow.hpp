@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "capture/blas.hpp"
+#include "capture/blas/blas.hpp"
 
 namespace sol::capture::trace {
 

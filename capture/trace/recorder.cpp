@@ -9,8 +9,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "capture/blas.hpp"
-#include "capture/dnnl_info.hpp"
+#include "capture/blas/blas.hpp"
+#include "capture/dnn/operands.hpp"
+#include "capture/ir/dnn.hpp"
 #include "capture/trace/shape.hpp"
 #include "capture/trace/state.hpp"
 #include "capture/trace/text.hpp"
@@ -361,18 +362,15 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   double flops = 0, bytes = 0;
   blas::Operand ops[16];
   int nops = 0;
-  std::shared_ptr<const dnnl::PrimitiveInfo> prim;
-  const bool is_blas = node.op != Op::dnnl_execute && node.op != Op::dnnl_api;
-  if (node.op == Op::dnnl_execute) {
-    prim = dnnl::find(node.dnnl.primitive);
-    if (prim) {
-      p = {prim->kind.c_str(), dtype_name(prim->dtype), prim->shape.c_str(), prim->shape.size()};
-      h = hash_bytes(hash_bytes(h, p.op, std::strlen(p.op)), p.shape, p.shape_len);
-      h = mix(h, static_cast<uint64_t>(prim->dtype));
-      flops = prim->flops;
-      bytes = prim->bytes;
-    }
-    nops = dnnl::operands(node.dnnl, ops, 16);
+  const bool is_blas = op_family(node.op)[0] == 'b';
+  if (node.dnn) {
+    const dnn::Desc& d = *node.dnn->desc;
+    p = {op_name(d.kind), dtype_name(d.dtype), d.shape.c_str(), d.shape.size()};
+    h = hash_bytes(hash_bytes(h, p.op, std::strlen(p.op)), p.shape, p.shape_len);
+    h = mix(h, static_cast<uint64_t>(d.dtype));
+    flops = d.flops;
+    bytes = d.bytes;
+    nops = dnn::operands(*node.dnn, ops, 16);
   } else if (is_blas) {
     const BlasArgs& b = node.blas;
     for (int64_t v : {b.m, b.n, b.k, b.kl, b.ku}) h = mix(h, static_cast<uint64_t>(v));
@@ -446,23 +444,6 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   } catch (...) {
   }
   if (nops) s->dataflow.record(sig_id, ops, nops);
-}
-
-void before_call(const Node& node) noexcept {
-  if (node.sym == Sym::dnnl_primitive_destroy) dnnl::on_destroy(node.dnnl_call.arg<const void*>(0));
-}
-
-void after_call(const Node& node) noexcept {
-  if (node.sym != Sym::dnnl_primitive_create && node.sym != Sym::dnnl_primitive_create_from_cache_blob)
-    return;
-  if (node.ret.get<int>() != 0) return;  // dnnl_success
-  auto* const* primitive = node.dnnl_call.arg<void* const*>(0);
-  if (!primitive || !*primitive) return;
-  // The descriptor: dnnl_primitive_create(&p, pd); from a cache blob, ask the primitive for it.
-  const void* pd = node.sym == Sym::dnnl_primitive_create ? node.dnnl_call.arg<const void*>(1) : nullptr;
-  static std::once_flag bound;
-  std::call_once(bound, [] { dnnl::bind(find_native("dnnl_primitive_desc_query")); });
-  dnnl::on_create(*primitive, pd);
 }
 
 void finish_process(const char* how) noexcept {

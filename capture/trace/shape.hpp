@@ -2,7 +2,7 @@
 // summaries) and its parameters (leading dimensions, increments, scalars).
 #pragma once
 
-#include "capture/node.hpp"
+#include "capture/ir/node.hpp"
 #include "capture/trace/text.hpp"
 
 namespace sol::capture::trace {

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "capture/node.hpp"
+#include "capture/ir/node.hpp"
 #include "capture/trace/dataflow.hpp"
 #include "capture/trace/stacks.hpp"
 #include "capture/trace/trace_file.hpp"

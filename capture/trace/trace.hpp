@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "capture/node.hpp"
+#include "capture/ir/node.hpp"
 
 namespace sol::config {
 struct Config;
@@ -36,11 +36,6 @@ class Span {
   uint32_t site_ = 0;
   bool on_ = false;
 };
-
-// oneDNN primitive lifetimes, around the native call: a primitive's problem is learnt when it is
-// created and forgotten when it is destroyed.
-void before_call(const Node& node) noexcept;
-void after_call(const Node& node) noexcept;
 
 // This process's file-name tag: "<pid>", or "r<rank>-<pid>" under RANK, OMPI_COMM_WORLD_RANK or
 // PMI_RANK. Verify mode names its file with it too.

@@ -37,7 +37,7 @@ ELEM = {
 }
 CONCRETE = {"f": "float", "d": "double"}
 CHAR_ENUMS = {"trans": "CBLAS_TRANSPOSE", "uplo": "CBLAS_UPLO", "side": "CBLAS_SIDE", "diag": "CBLAS_DIAG"}
-# The fields of sol::capture::BlasArgs (capture/node.hpp) that a spec argument may fill.
+# The fields of sol::capture::BlasArgs (capture/ir/node.hpp) that a spec argument may fill.
 BLAS_FIELDS = {
     "char": ["transa", "transb", "uplo", "side", "diag"],
     "int": ["m", "n", "k", "kl", "ku", "lda", "ldb", "ldc", "incx", "incy"],
@@ -281,7 +281,7 @@ def emit_fortran_calls(routines, out_path, src):
     """capture::blas::call_fortran(): runs a column-major node through a Fortran BLAS routine
     given by pointer (a backend's, or the program's native one), and fortran_routine(): which
     routine computes a node's (op, dtype, real alpha)."""
-    lines = [GENERATED.format(src=src), "#include <algorithm>", "", '#include "capture/blas_call.hpp"',
+    lines = [GENERATED.format(src=src), "#include <algorithm>", "", '#include "capture/blas/call.hpp"',
              '#include "capture/capture.hpp"', "",
              "namespace sol::capture::blas {", "",
              "void call_fortran(Sym routine, void* fn, Node& node) noexcept {",
@@ -421,7 +421,7 @@ def c_decl(params):
 
 
 def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fill, header_checked=False,
-                 early=None):
+                 early=None, runner="run"):
     """One exported function (plus aliases) forwarding to native symbol `sym` (the index-th symbol)."""
     decl, call = c_decl(params), c_call(params)
     fn = "%s_fn" % sym
@@ -456,10 +456,10 @@ def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fi
     for line in fill:
         out.append("  " + line)
     if returns:
-        out.append("  sol_call.run([&]() noexcept { sol_node.ret.set(%s(%s)); });" % (native, call))
+        out.append("  sol_call.%s([&]() noexcept { sol_node.ret.set(%s(%s)); });" % (runner, native, call))
         out.append("  return sol_node.ret.get<%s>();" % ret)
     else:
-        out.append("  sol_call.run([&]() noexcept { %s(%s); });" % (native, call))
+        out.append("  sol_call.%s([&]() noexcept { %s(%s); });" % (runner, native, call))
     out.append("}")
     out.append("}  // namespace")
     out.append("#if SOL_ASM_ENTRIES")
@@ -554,7 +554,8 @@ def generate(blas_path, dnnl_path, out_dir):
     for fn in dnnl:
         params = [("%s %s" % (ty, name), name) for ty, name in fn.params]
         emit_wrapper(dn, sym=fn.name, index=len(symbols), export=fn.name, aliases=[], ret=fn.ret, params=params,
-                     op=fn.op, dtype=fn.dtype, fill=dnnl_fill(fn), header_checked=True)
+                     op=fn.op, dtype=fn.dtype, fill=dnnl_fill(fn), header_checked=True,
+                     runner="run" if fn.op == "gemm" else "run_dnnl")
         symbols.append((fn.name, "dnnl", fn.op, fn.dtype, dnnl_value_fields(fn)))
         exports.append((fn.name, "dnnl"))
     with open(os.path.join(out_dir, "dnnl.cpp"), "w") as f:

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/blas_call.hpp"
+#include "capture/blas/call.hpp"
 #include "config/config.hpp"
 #include "hal/registry.hpp"
 #include "tools/sol/commands.hpp"

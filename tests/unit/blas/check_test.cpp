@@ -8,7 +8,7 @@
 #include <functional>
 #include <string>
 
-#include "capture/blas.hpp"
+#include "capture/blas/blas.hpp"
 #include "cases.hpp"
 #include "netlib.hpp"
 

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "capture/blas.hpp"
+#include "capture/blas/blas.hpp"
 #include "cases.hpp"
 #include "netlib.hpp"
 

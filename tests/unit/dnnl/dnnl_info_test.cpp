@@ -1,7 +1,8 @@
 // capture::dnnl with real oneDNN primitives: descriptions checked against hand-computed strings,
 // flops and bytes, and every problem string against what oneDNN's own verbose mode prints for the
 // same execution.
-#include "capture/dnnl_info.hpp"
+#include "capture/dnn/operands.hpp"
+#include "interpose/dnnl/dnnl.hpp"
 
 #include <gtest/gtest.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -17,8 +18,11 @@
 #include <thread>
 #include <vector>
 
-namespace sol::capture::dnnl {
+namespace sol::interpose::dnnl {
 namespace {
+
+namespace blas = capture::blas;
+using capture::DnnlExec;
 
 dnnl_engine_t engine() {
   static dnnl_engine_t e = [] {
@@ -451,7 +455,7 @@ const std::vector<Case>& cases() {
        "diff_dst=f32:abcd "
        "diff_src=f32:abcd ws=u8:abcd",
        32.0 * 16 * 16 * 16 * 4, 2097152 + 524288 + 131072},
-      {"avg_pool_v2", [] { return Pool().avg_v2(); }, "pooling_v2",
+      {"avg_pool_v2", [] { return Pool().avg_v2(); }, "pooling",
        "prop=forward_inference alg=pooling_avg_exclude_padding "
        "mb32ic16_ih32oh15kh2sh2dh1ph0_iw32ow15kw2sw2dw1pw0 "
        "src=f32:abcd dst=f32:abcd",
@@ -484,7 +488,7 @@ const std::vector<Case>& cases() {
        2 * 128000},
       {"logsoftmax", [] { return softmax(true); }, "logsoftmax",
        "prop=forward_training alg=softmax_log axis=1 32x1000 src=f32:ab dst=f32:ab", 5.0 * 32000},
-      {"softmax_v2", softmax_v2, "softmax_v2",
+      {"softmax_v2", softmax_v2, "logsoftmax",
        "prop=forward_inference alg=softmax_log axis=1 32x1000 src=f32:ab dst=f32:ab", 5.0 * 32000},
       {"binary_add", binary_add, "binary",
        "prop=undef alg=binary_add 32x16x8x8:32x16x1x1 src=f32:abcd src1=f32:abcd dst=f32:abcd", 32768,
@@ -587,6 +591,17 @@ std::string verbose_kind(const std::string& kind) {
   return it == alias.end() ? kind : it->second;
 }
 
+// The memory one execution touches, as the trace's dataflow graph sees it: the primitive's DNN
+// node bound to the execution's arguments.
+int operands(const DnnlExec& e, blas::Operand* out, int max) {
+  auto info = find(e.primitive);
+  if (!info) return 0;
+  capture::dnn::Call call;
+  const char* why = nullptr;
+  if (!bind_call(*info, e.nargs, e.args, call, &why)) return 0;
+  return capture::dnn::operands(call, out, max);
+}
+
 // ---------------------------------------------------------------------------------- tests
 
 class DnnlInfo : public testing::TestWithParam<Case> {
@@ -628,31 +643,64 @@ TEST_P(DnnlInfo, DescribesLikeOneDnnVerbose) {
   EXPECT_EQ(ex.verbose[5], token_value(info->shape, "prop"));
   EXPECT_EQ(ex.verbose[9], problem_of(info->shape)) << info->shape;
 
-  // Every argument of the execution comes back with its handle, size and direction.
+  // Every argument of the execution comes back with its handle, size and direction: one
+  // operand per argument, or two for a 2 x C scale-and-shift buffer, which SOL splits.
   blas::Operand ops[64];
   const DnnlExec exec{prim, stream(), static_cast<int>(ex.args.size()), ex.args.data()};
   const int n = operands(exec, ops, 64);
-  int expected = 0;
+  ASSERT_TRUE(info->node) << c.name;
+  // Recurrent primitives are not DNN nodes; a sum's scales are learnt from the
+  // dnnl_sum_primitive_desc_create call, which this test makes without libsol. Both are traced
+  // and run natively.
+  if (info->kind == "rnn" || info->kind == "sum") {
+    EXPECT_NE(info->node->unsupported, nullptr) << c.name;
+    EXPECT_FALSE(info->why_not.empty());
+    EXPECT_EQ(n, 0);
+    release(ex);
+    on_destroy(prim);
+    dnnl_primitive_destroy(prim);
+    return;
+  }
+  ASSERT_EQ(info->node->unsupported, nullptr) << c.name << ": " << info->why_not;
+
+  int matched = 0;
   for (const auto& a : ex.args) {
     if (a.arg == DNNL_ARG_SCRATCHPAD) continue;
-    ASSERT_LT(expected, n);
-    const blas::Operand& o = ops[expected++];
     void* h = nullptr;
     const dnnl_memory_desc_t* m = nullptr;
     dnnl_memory_get_data_handle(a.memory, &h);
     dnnl_memory_get_memory_desc(a.memory, &m);
-    EXPECT_EQ(o.ptr, h);
-    EXPECT_EQ(o.bytes, dnnl_memory_desc_get_size(m));
+    const size_t size = dnnl_memory_desc_get_size(m);
     const bool is_output =
         a.arg == DNNL_ARG_DST || a.arg == DNNL_ARG_DIFF_SRC || a.arg == DNNL_ARG_DIFF_WEIGHTS ||
         a.arg == DNNL_ARG_DIFF_BIAS || a.arg == DNNL_ARG_WORKSPACE || a.arg == DNNL_ARG_DST_1 ||
         a.arg == DNNL_ARG_DST_2 || a.arg == DNNL_ARG_DIFF_SCALE || a.arg == DNNL_ARG_DIFF_SHIFT;
-    if (a.arg != DNNL_ARG_MEAN && a.arg != DNNL_ARG_VARIANCE) {
-      EXPECT_EQ(o.written, is_output) << o.name;
+    size_t covered = 0;
+    for (int i = 0; i < n; ++i) {
+      const auto* p = static_cast<const unsigned char*>(ops[i].ptr);
+      const auto* base = static_cast<const unsigned char*>(h);
+      if (p < base || p >= base + size) continue;
+      covered += ops[i].bytes;
+      ++matched;
+      // Statistics are outputs only when computed, a workspace only in forward passes
+      // (DnnlOperands tests them).
+      if (a.arg != DNNL_ARG_MEAN && a.arg != DNNL_ARG_VARIANCE && a.arg != DNNL_ARG_WORKSPACE) {
+        EXPECT_EQ(ops[i].written, is_output) << ops[i].name;
+      }
+      EXPECT_TRUE(ops[i].read || ops[i].written) << ops[i].name;
     }
-    EXPECT_TRUE(o.read || o.written) << o.name;
+    // oneDNN 2.x answers for a normalization's scale-and-shift argument and for its separate
+    // scale and shift arguments alike; the execution passes all of them, the node takes those
+    // its flags name.
+    const bool aliased = a.arg == DNNL_ARG_WEIGHTS || a.arg == DNNL_ARG_SCALE || a.arg == DNNL_ARG_SHIFT ||
+                         a.arg == DNNL_ARG_DIFF_WEIGHTS || a.arg == DNNL_ARG_DIFF_SCALE ||
+                         a.arg == DNNL_ARG_DIFF_SHIFT;
+    const bool normalization = info->kind == "batch_normalization" || info->kind == "layer_normalization";
+    if (!(normalization && aliased && covered == 0)) {
+      EXPECT_EQ(covered, size) << c.name << " arg " << a.arg;
+    }
   }
-  EXPECT_EQ(n, expected);
+  EXPECT_EQ(n, matched);
   release(ex);
 
   on_destroy(prim);
@@ -719,50 +767,37 @@ TEST_F(DnnlOperands, SumPostOpReadsTheDestination) {
   dnnl_primitive_destroy(prim);
 }
 
-TEST_F(DnnlOperands, NamesDirectionsAndSkips) {
-  // operands() reads only the memory objects: no execution, and a primitive SOL never saw.
-  auto m = md({4, 4}, dnnl_ab);
-  dnnl_memory_t a = nullptr, b = nullptr, c = nullptr, d = nullptr, none = nullptr, pad = nullptr,
-                ws = nullptr, s1 = nullptr;
-  for (dnnl_memory_t* x : {&a, &b, &c, &d, &pad, &ws, &s1})
-    ASSERT_EQ(dnnl_memory_create(x, &m, engine(), DNNL_MEMORY_ALLOCATE), dnnl_success);
-  ASSERT_EQ(dnnl_memory_create(&none, &m, engine(), DNNL_MEMORY_NONE), dnnl_success);
-  const dnnl_exec_arg_t args[] = {
-      {DNNL_ARG_SRC, a},
-      {DNNL_ARG_WEIGHTS, none},
-      {DNNL_ARG_SCRATCHPAD, pad},
-      {DNNL_ARG_DIFF_DST, b},
-      {DNNL_ARG_DIFF_WEIGHTS, c},
-      {DNNL_ARG_WORKSPACE, ws},
-      {DNNL_ARG_MULTIPLE_SRC + 2, s1},
-      {DNNL_ARG_DIFF_SRC, d},
-      {DNNL_ARG_BIAS, nullptr},
-  };
-  int unseen = 0;
-  const DnnlExec exec{&unseen, nullptr, static_cast<int>(std::size(args)), args};
-  blas::Operand ops[8];
-  ASSERT_EQ(operands(exec, ops, 8), 6);
-  const struct {
-    const char* name;
-    dnnl_memory_t mem;
-    bool read, written;
-  } want[] = {{"src", a, true, false}, {"diff_dst", b, true, false}, {"diff_wei", c, false, true},
-              {"ws", ws, true, true},  {"src2", s1, true, false},    {"diff_src", d, false, true}};
-  for (int i = 0; i < 6; ++i) {
-    void* h = nullptr;
-    dnnl_memory_get_data_handle(want[i].mem, &h);
-    EXPECT_STREQ(ops[i].name, want[i].name);
-    EXPECT_EQ(ops[i].ptr, h);
-    EXPECT_EQ(ops[i].bytes, 64u);
-    EXPECT_EQ(ops[i].read, want[i].read) << want[i].name;
-    EXPECT_EQ(ops[i].written, want[i].written) << want[i].name;
-  }
-  // At most `max`, in argument order.
-  ASSERT_EQ(operands(exec, ops, 2), 2);
-  EXPECT_STREQ(ops[1].name, "diff_dst");
-  EXPECT_EQ(operands(exec, ops, 0), 0);
-  EXPECT_EQ(operands(DnnlExec{&unseen, nullptr, 0, nullptr}, ops, 8), 0);
-  for (dnnl_memory_t x : {a, b, c, d, none, pad, ws, s1}) dnnl_memory_destroy(x);
+TEST_F(DnnlOperands, MismatchedMemoryIsNotBound) {
+  // A memory of another layout than the primitive's: oneDNN rejects it at execution, so SOL
+  // leaves the call to oneDNN rather than computing on a misread tensor.
+  dnnl_eltwise_desc_t d{};
+  auto src = md({4, 8}, dnnl_ab);
+  ASSERT_EQ(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, dnnl_eltwise_relu, &src, 0, 0),
+            dnnl_success);
+  dnnl_primitive_desc_t pd = pd_of(&d);
+  dnnl_primitive_t prim = nullptr;
+  ASSERT_EQ(dnnl_primitive_create(&prim, pd), dnnl_success);
+  on_create(prim, pd);
+  auto info = find(prim);
+  ASSERT_TRUE(info && info->node);
+  auto other = md({4, 8}, dnnl_ba);
+  dnnl_memory_t a = nullptr, b = nullptr;
+  ASSERT_EQ(dnnl_memory_create(&a, &src, engine(), DNNL_MEMORY_ALLOCATE), dnnl_success);
+  ASSERT_EQ(dnnl_memory_create(&b, &other, engine(), DNNL_MEMORY_ALLOCATE), dnnl_success);
+  capture::dnn::Call call;
+  const char* why = nullptr;
+  const dnnl_exec_arg_t good[] = {{DNNL_ARG_SRC, a}, {DNNL_ARG_DST, a}};
+  EXPECT_TRUE(bind_call(*info, 2, good, call, &why)) << (why ? why : "");
+  const dnnl_exec_arg_t bad[] = {{DNNL_ARG_SRC, a}, {DNNL_ARG_DST, b}};
+  EXPECT_FALSE(bind_call(*info, 2, bad, call, &why));
+  EXPECT_NE(why, nullptr);
+  const dnnl_exec_arg_t missing[] = {{DNNL_ARG_SRC, a}};
+  EXPECT_FALSE(bind_call(*info, 1, missing, call, &why));
+  on_destroy(prim);
+  dnnl_primitive_destroy(prim);
+  dnnl_primitive_desc_destroy(pd);
+  dnnl_memory_destroy(a);
+  dnnl_memory_destroy(b);
 }
 
 TEST_F(DnnlOperands, UnknownPrimitivesAreNotFound) {
@@ -846,4 +881,4 @@ TEST(DnnlBind, RefusesWhatIsNotOneDnn) {
 }
 
 }  // namespace
-}  // namespace sol::capture::dnnl
+}  // namespace sol::interpose::dnnl

@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "capture/node.hpp"
+#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
 #include "reference_blas.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "capture/blas_call.hpp"
+#include "capture/blas/call.hpp"
 
 namespace sol::test {
 namespace {

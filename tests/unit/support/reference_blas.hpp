@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "capture/node.hpp"
+#include "capture/ir/node.hpp"
 
 namespace sol::test {
 

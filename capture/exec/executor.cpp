@@ -1,4 +1,4 @@
-#include "capture/executor.hpp"
+#include "capture/exec/executor.hpp"
 
 #include <dlfcn.h>
 
@@ -8,9 +8,11 @@
 #include <memory>
 #include <string>
 
-#include "capture/blas.hpp"
-#include "capture/blas_call.hpp"
-#include "capture/verify.hpp"
+#include "capture/blas/blas.hpp"
+#include "capture/blas/call.hpp"
+#include "capture/exec/pairing.hpp"
+#include "capture/exec/verify.hpp"
+#include "capture/ir/dnn.hpp"
 #include "common/log.hpp"
 #include "common/macros.hpp"
 #include "common/native.hpp"
@@ -46,6 +48,9 @@ std::atomic<bool> g_below_set[kNumSymbols];
 
 bool is_blas(Op op) noexcept {
   return op_family(op)[0] == 'b';
+}
+bool is_dnn(Op op) noexcept {
+  return std::strcmp(op_family(op), "dnn") == 0;
 }
 
 hal::NativeKind classify(const void* native) noexcept {
@@ -147,6 +152,80 @@ hal::Reason run_on(Executor& ex, hal::Backend& backend, Node& node) noexcept {
   std::_Exit(70);  // EX_SOFTWARE
 }
 
+// A failure or decline of candidate `c` for `node`: the line a user reads, and SOL_STRICT's end.
+void declined(Executor& ex, const hal::Candidate& c, const Node& node, hal::Reason r) noexcept {
+  const char* what = node.dnn ? op_name(node.op) : symbol_name(node.sym);
+  const bool failure =
+      r == hal::Reason::device_error || r == hal::Reason::out_of_memory || r == hal::Reason::internal_error;
+  if (failure) {
+    std::string cause = std::string(c.backend->name()) + ":" + hal::reason_name(r);
+    log::once(log::Level::warn, cause, "%s failed on %s (%s); running it elsewhere", c.backend->name(), what,
+              hal::reason_text(r));
+  } else if (log::enabled(log::Level::debug)) {
+    std::string cause = std::string("decline:") + c.backend->name() + ":" + what + ":" + hal::reason_name(r);
+    log::once(log::Level::debug, cause, "%s declines %s: %s", c.backend->name(), what, hal::reason_text(r));
+  }
+  if (ex.strict && (failure || c.requested))
+    strict_failure(node, failure ? "failed on" : "was declined by", c.backend->name());
+}
+
+hal::Reason run_dnn_on(Executor& ex, hal::Backend& backend, Node& node) noexcept {
+  const hal::Reason why = backend.supports(node);
+  if (why != hal::Reason::ok) return why;
+  if (!ex.verify) return backend.run(node);
+  verify::DnnSnapshot snapshot;
+  const bool snapped = snapshot.take(node);
+  const hal::Reason r = backend.run(node);
+  if (r == hal::Reason::ok && snapped) snapshot.check(node, backend.name());
+  return r;
+}
+
+// A DNN node: the router's plan, except that a node reading state (a workspace, mean and
+// variance) runs where the node that wrote it ran (capture/exec/pairing.hpp).
+const char* execute_dnn(Executor& ex, Node& node, NativeFn native) noexcept {
+  const dnn::Call& call = *node.dnn;
+  const dnn::Desc& desc = *call.desc;
+  const char* why = desc.unsupported ? desc.unsupported : call.unbound;
+  if (why) {
+    if (log::enabled(log::Level::debug))
+      log::once(log::Level::debug, std::string("dnn-native:") + op_name(node.op) + ":" + desc.shape,
+                "%s %s runs natively: %s", op_name(node.op), desc.shape.c_str(), why);
+    native();
+    return "native";
+  }
+  const void* state = pairing::state_key(call);
+  const bool writes = state && pairing::writes_state(call);
+  hal::Plan plan;
+  if (state && !writes) {
+    hal::Backend* owner = nullptr;
+    if (pairing::owner(state, owner) && owner) plan.add(owner, true);
+    else plan.add(nullptr, false);
+  } else {
+    ex.router.plan(node, desc.flops, hal::NativeKind::other, plan);
+  }
+  for (int i = 0; i < plan.n; ++i) {
+    const hal::Candidate& c = plan.at[i];
+    if (!c.backend) break;
+    const hal::Reason r = run_dnn_on(ex, *c.backend, node);
+    if (r == hal::Reason::ok) {
+      if (writes) pairing::record(state, c.backend);
+      node.ret.set(0);  // dnnl_success
+      return c.backend->name();
+    }
+    declined(ex, c, node, r);
+  }
+  if (state && !writes && plan.n > 0 && plan.at[0].backend) {
+    // The backend that wrote the state cannot run its reader: oneDNN would misread a workspace
+    // in another implementation's format.
+    log::once(log::Level::warn, std::string("dnn-state:") + op_name(node.op),
+              "%s could not run a %s pass whose state it wrote; running it natively, results may be wrong",
+              plan.at[0].backend->name(), dnn::prop_name(desc.prop));
+  }
+  if (writes) pairing::record(state, nullptr);
+  native();
+  return "native";
+}
+
 }  // namespace
 
 bool start_executor(const config::Config& cfg) noexcept {
@@ -187,12 +266,15 @@ bool executor_always_native(Sym sym, const void* native) noexcept {
   if (!ex) return true;
   if (ex->verify) return false;  // every call is looked at
   const Op op = symbol_op(sym);
-  if (!is_blas(op)) return true;  // only BLAS work is redirected so far
+  // oneDNN's entry points: every one of them goes through the frontend as soon as a DNN node
+  // may run anywhere but natively (primitives must be described when they are created).
+  if (!is_blas(op)) return ex->router.dnn_always_native();
   return ex->router.always_native(op, symbol_dtype(sym), native_kind(sym, native));
 }
 
 const char* execute(Node& node, NativeFn native) noexcept {
   Executor* ex = g_exec.load(std::memory_order_acquire);
+  if (ex && node.dnn) return execute_dnn(*ex, node, native);
   if (!ex || !is_blas(node.op)) {
     if (!node.native) {
       log::write(log::Level::error,
@@ -246,20 +328,7 @@ const char* execute(Node& node, NativeFn native) noexcept {
       deliver_result(node);
       return c.backend->name();
     }
-    const bool failure =
-        r == hal::Reason::device_error || r == hal::Reason::out_of_memory || r == hal::Reason::internal_error;
-    if (failure) {
-      std::string cause = std::string(c.backend->name()) + ":" + hal::reason_name(r);
-      log::once(log::Level::warn, cause, "%s failed on %s (%s); running it elsewhere", c.backend->name(),
-                symbol_name(node.sym), hal::reason_text(r));
-    } else if (log::enabled(log::Level::debug)) {
-      std::string cause = std::string("decline:") + c.backend->name() + ":" + symbol_name(node.sym) + ":" +
-                          hal::reason_name(r);
-      log::once(log::Level::debug, cause, "%s declines %s: %s", c.backend->name(), symbol_name(node.sym),
-                hal::reason_text(r));
-    }
-    if (ex->strict && (failure || c.requested))
-      strict_failure(node, failure ? "failed on" : "was declined by", c.backend->name());
+    declined(*ex, c, node, r);
   }
   log::write(log::Level::error, "error: no backend could run %s and the program has no native one; aborting",
              symbol_name(node.sym));

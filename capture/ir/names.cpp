@@ -1,5 +1,5 @@
 // Names of the IR's enums, for traces, reports and logs.
-#include "capture/node.hpp"
+#include "capture/ir/node.hpp"
 
 namespace sol::capture {
 
@@ -31,12 +31,12 @@ const char* dtype_name(DType d) noexcept {
 namespace {
 constexpr const char* kOpNames[] = {
 #define SOL_OP(name, family) #name,
-#include "capture/ops.def"
+#include "capture/ir/ops.def"
 #undef SOL_OP
 };
 constexpr const char* kOpFamilies[] = {
 #define SOL_OP(name, family) #family,
-#include "capture/ops.def"
+#include "capture/ir/ops.def"
 #undef SOL_OP
 };
 constexpr const char* kSymbolNames[] = {

@@ -1,7 +1,7 @@
 // capture::blas::operands() and cost(): which memory a BLAS call touches and how much work it is.
 #include <algorithm>
 
-#include "capture/blas.hpp"
+#include "capture/blas/blas.hpp"
 
 namespace sol::capture::blas {
 namespace {

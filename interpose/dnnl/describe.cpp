@@ -54,9 +54,9 @@
 #include <cstdio>
 #include <string>
 
-#include "capture/dnnl_detail.hpp"
+#include "interpose/dnnl/detail.hpp"
 
-namespace sol::capture::dnnl::detail {
+namespace sol::interpose::dnnl::detail {
 namespace {
 
 using md_t = dnnl_memory_desc_t;
@@ -251,7 +251,9 @@ class Describer {
     kind_ = kind;
     if (api_.primitive_desc_query(pd_, dnnl_query_prop_kind, 0, &prop_) != dnnl_success)
       prop_ = dnnl_prop_kind_undef;
-    out_.kind = name(api_.prim_kind2str(kind));
+    out_.prim_kind = kind_;
+    out_.prop = prop_;
+    out_.op_desc = op_;
 
     read_post_ops();
     collect_args();
@@ -787,4 +789,4 @@ bool describe(const Api& api, const_dnnl_primitive_desc_t pd, Description& out) 
   return Describer(api, pd, out).run();
 }
 
-}  // namespace sol::capture::dnnl::detail
+}  // namespace sol::interpose::dnnl::detail

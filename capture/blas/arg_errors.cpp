@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "capture/blas.hpp"
-#include "capture/executor.hpp"
+#include "capture/blas/blas.hpp"
+#include "capture/exec/executor.hpp"
 #include "common/native.hpp"
 
 namespace sol::capture {

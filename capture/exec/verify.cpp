@@ -1,4 +1,4 @@
-#include "capture/verify.hpp"
+#include "capture/exec/verify.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,6 +10,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "capture/dnn/operands.hpp"
+#include "capture/ir/dnn.hpp"
 #include "capture/trace/shape.hpp"
 #include "capture/trace/text.hpp"
 #include "capture/trace/trace.hpp"
@@ -169,6 +171,28 @@ void record_mismatch(const Node& node, const char* backend, const char* against,
   }
 }
 
+void record_dnn_mismatch(const Node& node, const char* backend, const char* tensor, const Diff& d,
+                         double tolerance) noexcept {
+  const uint64_t n = g_mismatches.fetch_add(1, std::memory_order_relaxed) + 1;
+  const dnn::Desc& desc = *node.dnn->desc;
+  char buf[2048];
+  trace::Text line(buf, sizeof buf);
+  line.lit("{\"mismatch\":").u64(n).lit(",\"symbol\":\"").str(symbol_name(node.sym)).lit("\",\"op\":\"");
+  line.str(op_name(node.op)).lit("\",\"dtype\":\"").str(dtype_name(node.dtype)).lit("\",\"shape\":");
+  line.json(desc.shape.c_str());
+  line.lit(",\"backend\":\"").str(backend).lit("\",\"against\":\"native");
+  line.lit("\",\"operand\":\"").str(tensor).lit("\",\"max_abs_err\":").num(d.max_abs);
+  line.lit(",\"max_rel_err\":").num(d.scale > 0 ? d.max_abs / d.scale : (d.max_abs > 0 ? 1.0 : 0.0));
+  line.lit(",\"nan_mismatch\":").boolean(d.nan).lit(",\"exact_mismatch\":false");
+  line.lit(",\"tolerance\":").num(tolerance).lit("}\n");
+  SOL_LOG(debug, "verify: %s on %s differs from native in %s (max abs error %g)", op_name(node.op), backend,
+          tensor, d.max_abs);
+  std::lock_guard<std::mutex> lock(g_file_mu);
+  if (open_file() && ::write(g_fd, line.data(), line.size()) < 0) {
+    // Counted anyway; the line on stderr at exit still reports it.
+  }
+}
+
 }  // namespace
 
 void start(const config::Config& cfg) noexcept {
@@ -231,6 +255,52 @@ void Snapshot::check(const Node& node, const char* backend, const char* against,
   compare_result(node, ref, d, exact);
   if (exact || d.nan || d.max_abs > tolerance * d.scale)
     record_mismatch(node, backend, against, "result", d, tolerance, exact);
+}
+
+bool DnnSnapshot::take(const Node& node) noexcept {
+  const dnn::Call& call = *node.dnn;
+  const dnn::Desc& d = *call.desc;
+  if (!call.rerun_native) return false;
+  for (int i = 0; i < d.ntensors; ++i)
+    if (d.tensors[i].arg == dnn::Arg::workspace && d.read(d.tensors[i])) return false;
+  try {
+    for (int i = 0; i < d.ntensors; ++i) {
+      if (!d.written(d.tensors[i]) || !call.data[i]) continue;
+      const auto* p = static_cast<const unsigned char*>(call.data[i]);
+      copies_.emplace_back(p, p + d.tensors[i].desc.bytes);
+      tensor_.push_back(i);
+    }
+    return true;
+  } catch (...) {
+    copies_.clear();
+    tensor_.clear();
+    return false;
+  }
+}
+
+void DnnSnapshot::check(const Node& node, const char* backend) noexcept {
+  const dnn::Call& call = *node.dnn;
+  const dnn::Desc& d = *call.desc;
+  void* data[dnn::kMaxTensors];
+  for (int i = 0; i < d.ntensors; ++i) data[i] = call.data[i];
+  for (size_t c = 0; c < copies_.size(); ++c) data[tensor_[c]] = copies_[c].data();
+  if (!call.rerun_native(call, data)) {
+    SOL_LOG(debug, "verify: native could not run %s; not checked", op_name(node.op));
+    return;
+  }
+  g_checked.fetch_add(1, std::memory_order_relaxed);
+  for (size_t c = 0; c < copies_.size(); ++c) {
+    const dnn::Tensor& t = d.tensors[tensor_[c]];
+    // A workspace is private to whoever wrote it; only f32 results are compared.
+    if (t.arg == dnn::Arg::workspace || t.desc.dtype != DType::f32) continue;
+    Diff diff;
+    compare_bytes(call.data[tensor_[c]], copies_[c].data(), copies_[c].size(), DType::f32, diff);
+    const double tolerance = 64 * epsilon(DType::f32) * dnn::depth(d, t);
+    if (diff.nan || diff.max_abs > tolerance * diff.scale) {
+      record_dnn_mismatch(node, backend, dnn::arg_name(t.arg), diff, tolerance);
+      return;
+    }
+  }
 }
 
 void finish() noexcept {

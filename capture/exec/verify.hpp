@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "capture/blas.hpp"
-#include "capture/node.hpp"
+#include "capture/blas/blas.hpp"
+#include "capture/ir/node.hpp"
 
 namespace sol::config {
 struct Config;
@@ -35,6 +35,20 @@ class Snapshot {
     std::vector<unsigned char> bytes;
   };
   std::vector<Copy> copies_;
+};
+
+// The same for DNN nodes: copies of the tensors the node writes (a sum post-op's dst holds what
+// it accumulates into), and the check runs the frontend's native primitive on them
+// (dnn::Call::rerun_native). Nodes that read a backend's workspace are not checked: the native
+// primitive cannot read another implementation's workspace.
+class DnnSnapshot {
+ public:
+  bool take(const Node& node) noexcept;
+  void check(const Node& node, const char* backend) noexcept;
+
+ private:
+  std::vector<std::vector<unsigned char>> copies_;
+  std::vector<int> tensor_;  // the Desc tensor of each copy
 };
 
 // The process's closing line, "sol: verify: N checked, M mismatches" (once, if anything ran).

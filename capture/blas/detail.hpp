@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "capture/node.hpp"
+#include "capture/ir/node.hpp"
 
 namespace sol::capture::blas::detail {
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "capture/symbols.hpp"
+#include "capture/ir/symbols.hpp"
 
 namespace sol {
 using cfloat = std::complex<float>;
@@ -19,6 +19,10 @@ using cdouble = std::complex<double>;
 }  // namespace sol
 
 namespace sol::capture {
+
+namespace dnn {
+class Call;
+}
 
 enum class DType : uint8_t { none, f32, f64, c64, c128, bf16, f16, s8, u8, s32 };
 const char* dtype_name(DType dtype) noexcept;
@@ -44,12 +48,12 @@ constexpr size_t dtype_real_size(DType d) noexcept {
 
 enum class Op : uint8_t {
 #define SOL_OP(name, family) name,
-#include "capture/ops.def"
+#include "capture/ir/ops.def"
 #undef SOL_OP
 };
 inline constexpr size_t kNumOps = 0
 #define SOL_OP(name, family) +1
-#include "capture/ops.def"
+#include "capture/ir/ops.def"
 #undef SOL_OP
     ;
 inline constexpr size_t kNumDTypes = static_cast<size_t>(DType::s32) + 1;
@@ -208,6 +212,9 @@ struct Node {
   // Where on the stack the caller's return address is (its value is where the call came from);
   // lets the tracer recognise a stack it has seen without walking it. 0 when unknown.
   uintptr_t ret_slot;
+  // A DNN node (op of the "dnn" family): what the primitive computes and this call's tensors
+  // (capture/ir/dnn.hpp). Set by the frontend; nullptr for every other node.
+  const dnn::Call* dnn;
   union {
     BlasArgs blas;
     DnnlExec dnnl;
@@ -215,7 +222,7 @@ struct Node {
   };
 
   Node(Sym s, Op o, DType d) noexcept
-      : sym(s), api(symbol_api(s)), op(o), dtype(d), ret{}, result(nullptr), native(nullptr), ret_slot(0) {
+      : sym(s), api(symbol_api(s)), op(o), dtype(d), ret{}, result(nullptr), native(nullptr), ret_slot(0), dnn(nullptr) {
     std::memset(static_cast<void*>(&blas), 0, sizeof blas);
   }
 };

@@ -5,8 +5,8 @@
 #include <string_view>
 #include <utility>
 
-#include "capture/blas.hpp"
-#include "capture/blas_detail.hpp"
+#include "capture/blas/blas.hpp"
+#include "capture/blas/detail.hpp"
 
 namespace sol::capture::blas {
 namespace detail {

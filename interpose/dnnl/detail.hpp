@@ -11,9 +11,10 @@
 
 #include <cstdint>
 
-#include "capture/dnnl_info.hpp"
+#include "interpose/dnnl/dnnl.hpp"
+#include "capture/ir/dnn.hpp"
 
-namespace sol::capture::dnnl::detail {
+namespace sol::interpose::dnnl::detail {
 
 // dnnl_<name> for each entry; the member is named <name> and has the header's exact type.
 #define SOL_DNNL_FUNCTIONS(X)     \
@@ -28,6 +29,15 @@ namespace sol::capture::dnnl::detail {
   X(post_ops_get_kind)            \
   X(post_ops_get_params_eltwise)  \
   X(post_ops_get_params_binary)   \
+  X(post_ops_get_params_sum_v2)   \
+  X(primitive_attr_get_output_scales) \
+  X(memory_desc_equal)            \
+  X(engine_get_kind)              \
+  X(memory_create)                \
+  X(memory_destroy)               \
+  X(memory_get_engine)            \
+  X(primitive_execute)            \
+  X(stream_wait)                  \
   X(memory_get_memory_desc)       \
   X(memory_get_data_handle)       \
   X(memory_desc_get_size)         \
@@ -57,15 +67,34 @@ struct ArgKind {
 };
 ArgKind arg_kind(int arg) noexcept;
 
-// A PrimitiveInfo plus what operands() needs to know about the primitive beyond the DNNL_ARG_*
-// kind of each argument.
+// Where each tensor of a DNN node comes from in a dnnl_primitive_execute: the DNNL_ARG_* whose
+// memory holds it, and the byte offset inside that memory (batch normalization's scale and
+// shift share one DNNL_ARG_WEIGHTS buffer in oneDNN 2.x).
+struct Binding {
+  int arg = 0;
+  size_t offset = 0;
+};
+
+// A PrimitiveInfo plus what the frontend needs to bind an execution's arguments.
 struct Description : PrimitiveInfo {
   bool stats_written = false;  // DNNL_ARG_MEAN / DNNL_ARG_VARIANCE are outputs
   bool dst_read = false;       // a sum post-op accumulates into DNNL_ARG_DST
+  dnnl_primitive_kind_t prim_kind = dnnl_undefined_primitive;  // the op descriptor's own kind
+  dnnl_prop_kind_t prop = dnnl_prop_kind_undef;
+  const void* op_desc = nullptr;  // valid only while describe() runs
+  Binding bindings[capture::dnn::kMaxTensors];
 };
 
 // Describes the primitive behind `pd` (see dnnl_describe.cpp for the notation). False when `pd`
 // cannot be queried. May throw std::bad_alloc.
 bool describe(const Api& api, const_dnnl_primitive_desc_t pd, Description& out);
 
-}  // namespace sol::capture::dnnl::detail
+// The DNN node of a primitive (translate.cpp): fills `node` (tensors, geometry, attributes) and
+// one binding per tensor. Leaves node.unsupported set, with a reason, when the IR cannot express
+// the primitive. `info` supplies what describe() already found (kind, flops, text).
+void translate(const Api& api, const_dnnl_primitive_desc_t pd, const Description& info,
+               capture::dnn::Desc& node, Binding* bindings);
+// The sum scales recorded from dnnl_sum_primitive_desc_create (frontend.cpp), for translate().
+bool sum_scales(const_dnnl_primitive_desc_t pd, float* scales, int n) noexcept;
+
+}  // namespace sol::interpose::dnnl::detail

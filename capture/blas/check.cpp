@@ -5,8 +5,8 @@
 #include <cctype>
 #include <cstring>
 
-#include "capture/blas.hpp"
-#include "capture/blas_detail.hpp"
+#include "capture/blas/blas.hpp"
+#include "capture/blas/detail.hpp"
 
 namespace sol::capture::blas {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "capture/node.hpp"
+#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
 
 namespace sol::capture::blas {

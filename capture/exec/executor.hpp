@@ -3,7 +3,7 @@
 // between the frontends' submit() and the backends, without touching either.
 #pragma once
 
-#include "capture/blas.hpp"
+#include "capture/blas/blas.hpp"
 #include "capture/capture.hpp"
 #include "hal/router.hpp"
 
