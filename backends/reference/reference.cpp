@@ -1,5 +1,5 @@
 // The reference backend: decodes a column-major BLAS node into the kernels of level1.hpp,
-// level2.hpp and level3.hpp.
+// level2.hpp and level3.hpp; DNN nodes go to dnn/.
 #include "backends/reference/reference.hpp"
 
 #include <complex>
@@ -9,6 +9,7 @@
 #include "backends/reference/level1.hpp"
 #include "backends/reference/level2.hpp"
 #include "backends/reference/level3.hpp"
+#include "backends/reference/dnn/dnn.hpp"
 #include "capture/blas/blas.hpp"
 
 namespace sol::backends::reference {
@@ -266,6 +267,7 @@ class ReferenceBackend final : public hal::Backend {
   std::string device() const override { return "CPU, plain loops with netlib reference BLAS 3.11 semantics"; }
 
   Reason supports(const Node& node) const noexcept override {
+    if (node.dnn) return dnn::dnn_supports(node);
     if (blas_level(node.op) == 0) return Reason::not_blas;
     // Of the oneDNN calls only dnnl_sgemm is a BLAS operation; its int8 siblings have offsets
     // that a BLAS node does not carry.
@@ -281,6 +283,7 @@ class ReferenceBackend final : public hal::Backend {
   }
 
   Reason run(Node& node) noexcept override {
+    if (node.dnn) return dnn::dnn_run(node);
     if (Reason r = supports(node); r != Reason::ok) return r;
     // The executor hands over column-major nodes; a row-major one is converted here the same way.
     if (node.blas.layout == 'R') {

@@ -69,6 +69,12 @@ struct Execution {
 // natively on other buffers (Call::rerun_native: verify mode).
 bool bind_call(const Execution& exec, capture::dnn::Call& call, const char** why) noexcept;
 
+// Records the scales a sum primitive descriptor was created with (oneDNN 2.x cannot be asked for
+// them). submit() does it for every dnnl_sum_primitive_desc_create it sees; a program that
+// creates descriptors without libsol (a test) calls it itself. Forgotten when `primitive_desc`
+// is destroyed through SOL.
+void record_sum_scales(const void* primitive_desc, const float* scales, int n) noexcept;
+
 // The frontend's part of every captured oneDNN call (the generated wrappers call it): primitive
 // bookkeeping around create and destroy, and dnnl_primitive_execute as a DNN node.
 void submit(capture::Node& node, capture::NativeFn native) noexcept;

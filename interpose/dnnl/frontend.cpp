@@ -88,6 +88,11 @@ void execute(Node& node, NativeFn native) noexcept {
 
 }  // namespace
 
+void record_sum_scales(const void* primitive_desc, const float* scales, int n) noexcept {
+  if (primitive_desc && scales && n > 0 && n < capture::dnn::kMaxTensors)
+    SumScales::instance().put(primitive_desc, scales, n);
+}
+
 namespace detail {
 bool sum_scales(const_dnnl_primitive_desc_t pd, float* scales, int n) noexcept {
   return SumScales::instance().get(pd, scales, n);
@@ -123,7 +128,7 @@ void submit(Node& node, NativeFn native) noexcept {
       auto* const* pd = node.dnnl_call.arg<void* const*>(0);
       const int n = node.dnnl_call.arg<int>(2);
       const auto* scales = node.dnnl_call.arg<const float*>(3);
-      if (pd && *pd && scales && n > 0 && n < capture::dnn::kMaxTensors) SumScales::instance().put(*pd, scales, n);
+      if (pd) record_sum_scales(*pd, scales, n);
       return;
     }
     default: return;

@@ -1,0 +1,154 @@
+// DNN nodes on the reference backend: the checks every kind shares (addressable tensors, element
+// types, attributes), then the kind's own check and run.
+#include "backends/reference/dnn/dnn.hpp"
+
+#include <new>
+#include <string_view>
+
+#include "backends/reference/dnn/detail.hpp"
+
+namespace sol::backends::reference::dnn {
+namespace {
+
+struct Kind {
+  Reason (*check)(const Desc&) noexcept;
+  void (*run)(const Call&);
+};
+
+// nullptr check: the kind is not implemented.
+Kind kind_of(Op op) {
+  switch (op) {
+    case Op::convolution:
+    case Op::deconvolution: return {conv_check, conv_run};
+    case Op::inner_product: return {ip_check, ip_run};
+    case Op::matmul: return {matmul_check, matmul_run};
+    case Op::eltwise: return {eltwise_check, eltwise_run};
+    case Op::pooling: return {pooling_check, pooling_run};
+    case Op::batch_normalization:
+    case Op::layer_normalization: return {norm_check, norm_run};
+    case Op::softmax:
+    case Op::logsoftmax: return {softmax_check, softmax_run};
+    case Op::binary: return {binary_check, binary_run};
+    case Op::sum: return {sum_check, sum_run};
+    case Op::concat: return {concat_check, concat_run};
+    case Op::reorder: return {reorder_check, reorder_run};
+    case Op::shuffle: return {shuffle_check, shuffle_run};
+    case Op::lrn: return {lrn_check, lrn_run};
+    case Op::prelu: return {prelu_check, prelu_run};
+    case Op::reduction: return {reduction_check, reduction_run};
+    default: return {nullptr, nullptr};
+  }
+}
+
+// Whether the layout is one Layout::offset() addresses inside the tensor's buffer.
+bool addressable(const TensorDesc& t, const void* data) {
+  const Layout& l = t.layout;
+  if (l.ndims < 1 || l.ndims > kMaxDims || l.nblocks < 0 || l.nblocks > capture::dnn::kMaxBlocks) return false;
+  int64_t blocked[kMaxDims];
+  for (int d = 0; d < l.ndims; ++d) {
+    if (l.dims[d] < 0 || l.padded[d] < l.dims[d] || l.strides[d] < 0) return false;
+    blocked[d] = 1;
+  }
+  for (int b = 0; b < l.nblocks; ++b) {
+    if (l.block_dim[b] < 0 || l.block_dim[b] >= l.ndims || l.block[b] < 1) return false;
+    blocked[l.block_dim[b]] *= l.block[b];
+  }
+  int64_t last[kMaxDims];
+  for (int d = 0; d < l.ndims; ++d) {
+    if (l.padded[d] % blocked[d]) return false;
+    if (l.padded[d] == 0) return true;  // no elements
+    last[d] = l.padded[d] - 1;
+  }
+  if (!data || l.offset0 < 0) return false;
+  // offset() grows with every index (strides are not negative): the last element is the furthest.
+  const size_t end = static_cast<size_t>(l.offset(last) + 1) * capture::dtype_size(t.dtype);
+  return t.bytes == 0 || end <= t.bytes;
+}
+
+// The kinds whose primary output (dst) goes through the Epilogue, in the propagations oneDNN
+// allows attributes on.
+bool takes_attributes(const Desc& d) {
+  const bool fwd = d.prop == Prop::none || d.prop == Prop::forward_training || d.prop == Prop::forward_inference;
+  switch (d.kind) {
+    case Op::convolution:
+    case Op::deconvolution:
+    case Op::inner_product:
+    case Op::matmul:
+    case Op::eltwise:
+    case Op::pooling:
+    case Op::binary:
+    case Op::reorder:
+    case Op::prelu:
+    case Op::reduction: return fwd;
+    default: return false;
+  }
+}
+
+Reason check_attributes(const Desc& d) {
+  if (d.output_scale == 1 && d.npost_ops == 0) return Reason::ok;
+  if (!takes_attributes(d) || d.npost_ops < 0 || d.npost_ops > capture::dnn::kMaxPostOps)
+    return Reason::attr_unsupported;
+  const TensorDesc* dst = d.desc(Arg::dst);
+  if (!dst) return Reason::desc_invalid;
+  for (int p = 0; p < d.npost_ops; ++p) {
+    const PostOp& po = d.post_ops[p];
+    switch (po.kind) {
+      case PostOp::Kind::sum:
+        if (po.sum_dtype != DType::none && po.sum_dtype != dst->dtype) return Reason::attr_unsupported;
+        break;
+      case PostOp::Kind::eltwise:
+        if (!is_eltwise(po.alg)) return Reason::attr_unsupported;
+        break;
+      case PostOp::Kind::binary: {
+        const TensorDesc* src = d.desc(Arg::post_op_src, p);
+        if (!is_binary(po.alg) || !src) return Reason::attr_unsupported;
+        if (!broadcasts_to(*src, *dst)) return Reason::desc_invalid;
+        break;
+      }
+      default: return Reason::attr_unsupported;
+    }
+  }
+  return Reason::ok;
+}
+
+Reason check(const capture::Node& node) {
+  if (std::string_view(capture::op_family(node.op)) != "dnn") return Reason::op_unsupported;
+  const Call* call = node.dnn;
+  // An unbound call (its memory did not match the description) has no data pointers to run on.
+  if (!call || !call->desc || call->unbound || call->desc->kind != node.op) return Reason::desc_invalid;
+  const Desc& d = *call->desc;
+  if (d.unsupported) return Reason::desc_invalid;  // the frontend could not describe it fully
+  const Kind kind = kind_of(d.kind);
+  if (!kind.check) return Reason::op_unsupported;
+  if (d.ntensors < 0 || d.ntensors > capture::dnn::kMaxTensors) return Reason::desc_invalid;
+  for (int i = 0; i < d.ntensors; ++i) {
+    const capture::dnn::Tensor& t = d.tensors[i];
+    // The workspace is this backend's own format (dnn.hpp): each kind checks its type.
+    if (t.arg != Arg::workspace && t.desc.dtype != DType::f32 && t.desc.dtype != DType::bf16)
+      return Reason::dtype_unsupported;
+    if (t.arg == Arg::workspace && capture::dtype_size(t.desc.dtype) == 0) return Reason::workspace_unsupported;
+    if (!addressable(t.desc, call->data[i])) return Reason::layout_unsupported;
+  }
+  if (Reason r = check_attributes(d); r != Reason::ok) return r;
+  return kind.check(d);
+}
+
+}  // namespace
+
+Reason dnn_supports(const capture::Node& node) noexcept {
+  return check(node);
+}
+
+Reason dnn_run(capture::Node& node) noexcept {
+  if (Reason r = check(node); r != Reason::ok) return r;
+  // Every kind allocates all it needs before its first write, so running out of memory leaves
+  // the outputs as they were.
+  try {
+    kind_of(node.op).run(*node.dnn);
+  } catch (const std::bad_alloc&) {
+    return Reason::out_of_memory;
+  }
+  return Reason::ok;
+}
+
+}  // namespace sol::backends::reference::dnn

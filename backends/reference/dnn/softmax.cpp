@@ -1,0 +1,88 @@
+// Softmax and logsoftmax along `axis`, forward and backward. The tensor is viewed as
+// (outer, C, inner) with C the axis; each (outer, inner) pair is one independent row of C values.
+#include <algorithm>
+#include <cmath>
+
+#include "backends/reference/dnn/detail.hpp"
+
+namespace sol::backends::reference::dnn {
+namespace {
+
+struct Rows {
+  int64_t outer = 1, c = 1, inner = 1;
+};
+
+Rows rows_of(const TensorDesc& t, int axis) {
+  Rows r;
+  for (int i = 0; i < t.layout.ndims; ++i) {
+    const int64_t n = t.layout.dims[i];
+    if (i < axis) r.outer *= n;
+    else if (i == axis) r.c = n;
+    else r.inner *= n;
+  }
+  return r;
+}
+
+bool forward(const Desc& d) {
+  return d.prop == Prop::forward_training || d.prop == Prop::forward_inference;
+}
+
+// Calls f(first offset, stride) for each row.
+template <class F>
+void each_row(const Rows& r, F&& f) {
+  for (int64_t o = 0; o < r.outer; ++o)
+    for (int64_t i = 0; i < r.inner; ++i) f(o * r.c * r.inner + i, r.inner);
+}
+
+}  // namespace
+
+Reason softmax_check(const Desc& d) noexcept {
+  if (!forward(d) && d.prop != Prop::backward_data) return Reason::prop_unsupported;
+  const TensorDesc* dst = d.desc(Arg::dst);
+  if (!dst || d.axis < 0 || d.axis >= dst->layout.ndims) return Reason::desc_invalid;
+  const Arg others[2] = {forward(d) ? Arg::src : Arg::diff_dst, forward(d) ? Arg::src : Arg::diff_src};
+  for (Arg a : others) {
+    const TensorDesc* t = d.desc(a);
+    if (!t || !same_dims(*t, *dst)) return Reason::desc_invalid;
+  }
+  return Reason::ok;
+}
+
+void softmax_run(const Call& c) {
+  const Desc& d = *c.desc;
+  const bool log = d.kind == Op::logsoftmax;
+  const Rows r = rows_of(*d.desc(Arg::dst), d.axis);
+  if (forward(d)) {
+    std::vector<float> v = gather(c, Arg::src);
+    each_row(r, [&](int64_t first, int64_t stride) {
+      float max = v[first];
+      for (int64_t k = 1; k < r.c; ++k) max = std::max(max, v[first + k * stride]);
+      double sum = 0;
+      for (int64_t k = 0; k < r.c; ++k) sum += std::exp(static_cast<double>(v[first + k * stride]) - max);
+      for (int64_t k = 0; k < r.c; ++k) {
+        float& x = v[first + k * stride];
+        const double shifted = static_cast<double>(x) - max;
+        x = static_cast<float>(log ? shifted - std::log(sum) : std::exp(shifted) / sum);
+      }
+    });
+    scatter(c, Arg::dst, v.data());
+    return;
+  }
+  const std::vector<float> y = gather(c, Arg::dst);
+  std::vector<float> g = gather(c, Arg::diff_dst);
+  each_row(r, [&](int64_t first, int64_t stride) {
+    // softmax: dx = y * (dy - sum(dy * y)); logsoftmax: dx = dy - exp(y) * sum(dy)
+    double sum = 0;
+    for (int64_t k = 0; k < r.c; ++k) {
+      const int64_t at = first + k * stride;
+      sum += log ? g[at] : static_cast<double>(g[at]) * y[at];
+    }
+    for (int64_t k = 0; k < r.c; ++k) {
+      const int64_t at = first + k * stride;
+      g[at] = static_cast<float>(log ? g[at] - std::exp(static_cast<double>(y[at])) * sum : y[at] * (g[at] - sum));
+    }
+  });
+  scatter(c, Arg::diff_src, g.data());
+}
+
+}  // namespace sol::backends::reference::dnn
