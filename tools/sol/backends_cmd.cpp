@@ -3,10 +3,12 @@
 
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "capture/blas/call.hpp"
+#include "capture/ir/dnn.hpp"
 #include "config/config.hpp"
 #include "hal/registry.hpp"
 #include "tools/sol/commands.hpp"
@@ -81,6 +83,93 @@ std::string coverage(const hal::Backend& backend, size_t& count, size_t total) {
   return out;
 }
 
+// A small, consistent forward DNN node of `kind` (f32, plain layouts), to ask supports() about.
+struct DnnProbe {
+  capture::dnn::Desc desc;
+  capture::dnn::Call call;
+  float buffer[1024] = {};
+
+  explicit DnnProbe(capture::Op kind) {
+    namespace dnn = capture::dnn;
+    desc.kind = kind;
+    desc.dtype = capture::DType::f32;
+    desc.prop = dnn::Prop::forward_inference;
+    const bool nd_data = kind != capture::Op::matmul;
+    auto add = [&](dnn::Arg arg, std::vector<int64_t> dims, int index = 0) {
+      dnn::Tensor& t = desc.tensors[desc.ntensors];
+      t.arg = arg;
+      t.index = static_cast<uint8_t>(index);
+      t.desc.dtype = capture::DType::f32;
+      t.desc.layout.ndims = static_cast<int>(dims.size());
+      int64_t stride = 1;
+      for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+        t.desc.layout.dims[d] = t.desc.layout.padded[d] = dims[static_cast<size_t>(d)];
+        t.desc.layout.strides[d] = stride;
+        stride *= dims[static_cast<size_t>(d)];
+      }
+      t.desc.bytes = static_cast<size_t>(stride) * sizeof(float);
+      call.data[desc.ntensors++] = buffer;
+    };
+    const std::vector<int64_t> data = nd_data ? std::vector<int64_t>{1, 4, 4, 4} : std::vector<int64_t>{4, 4};
+    desc.nsp = 2;
+    switch (kind) {
+      case capture::Op::convolution:
+      case capture::Op::deconvolution:
+        desc.alg = dnn::Alg::direct;
+        add(dnn::Arg::src, data), add(dnn::Arg::weights, {4, 4, 1, 1}), add(dnn::Arg::dst, data);
+        break;
+      case capture::Op::inner_product:
+        add(dnn::Arg::src, data), add(dnn::Arg::weights, {4, 4, 4, 4}), add(dnn::Arg::dst, {1, 4});
+        break;
+      case capture::Op::matmul: add(dnn::Arg::src, data), add(dnn::Arg::weights, data), add(dnn::Arg::dst, data); break;
+      case capture::Op::prelu: add(dnn::Arg::src, data), add(dnn::Arg::weights, data), add(dnn::Arg::dst, data); break;
+      case capture::Op::binary:
+        desc.alg = dnn::Alg::add;
+        add(dnn::Arg::src, data), add(dnn::Arg::src1, data), add(dnn::Arg::dst, data);
+        break;
+      case capture::Op::sum:
+        desc.prop = dnn::Prop::none;
+        desc.sum_scales[0] = desc.sum_scales[1] = 1;
+        add(dnn::Arg::multi_src, data, 0), add(dnn::Arg::multi_src, data, 1), add(dnn::Arg::dst, data);
+        break;
+      case capture::Op::concat:
+        desc.prop = dnn::Prop::none;
+        desc.axis = 1;
+        add(dnn::Arg::multi_src, data, 0), add(dnn::Arg::multi_src, data, 1), add(dnn::Arg::dst, {1, 8, 4, 4});
+        break;
+      default:
+        desc.alg = kind == capture::Op::eltwise      ? dnn::Alg::relu
+                   : kind == capture::Op::pooling    ? dnn::Alg::pool_max
+                   : kind == capture::Op::lrn        ? dnn::Alg::lrn_across
+                   : kind == capture::Op::resampling ? dnn::Alg::nearest
+                   : kind == capture::Op::reduction  ? dnn::Alg::reduce_sum
+                                                     : dnn::Alg::none;
+        desc.axis = 1;
+        desc.group_size = 1;
+        desc.local_size = 1;
+        if (kind == capture::Op::reorder) desc.prop = dnn::Prop::none;
+        add(dnn::Arg::src, data), add(dnn::Arg::dst, data);
+        break;
+    }
+    call.desc = &desc;
+  }
+};
+
+// "convolution pooling ...": the DNN kinds a backend takes (forward, f32, plain layouts).
+std::string dnn_coverage(const hal::Backend& backend) {
+  if (backend.dnn_is_native()) return "DNN nodes it is given run on the program's own oneDNN";
+  std::string kinds;
+  for (size_t i = 0; i < capture::kNumOps; ++i) {
+    const auto op = static_cast<capture::Op>(i);
+    if (std::string(capture::op_family(op)) != "dnn" || op == capture::Op::rnn) continue;
+    auto probe = std::make_unique<DnnProbe>(op);
+    capture::Node n(Sym::dnnl_primitive_execute, op, capture::DType::f32);
+    n.dnn = &probe->call;
+    if (backend.supports(n) == hal::Reason::ok) kinds += (kinds.empty() ? "" : " ") + std::string(capture::op_name(op));
+  }
+  return kinds.empty() ? "no DNN node" : "DNN nodes (f32): " + kinds;
+}
+
 // What a program started from here would get as its native library.
 std::string system_library(const char* soname, const char* marker) {
   void* lib = dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
@@ -117,9 +206,10 @@ int cmd_backends(const Args& args) {
     }
     size_t count = 0;
     const std::string ops = coverage(*b, count, total);
-    std::snprintf(buf, sizeof buf, "%-10s available%s: %s\n%-10s   takes %s\n", e.name,
-                  b->accelerator() ? " (accelerator)" : "", b->device().c_str(), "", ops.c_str());
-    lines += buf;
+    // Built as strings: the list of routines can be longer than any fixed buffer.
+    std::snprintf(buf, sizeof buf, "%-10s available%s: ", e.name, b->accelerator() ? " (accelerator)" : "");
+    const std::string indent(13, ' ');
+    lines += buf + b->device() + "\n" + indent + "takes " + ops + "\n" + indent + "and " + dnn_coverage(*b) + "\n";
     if (b->accelerator()) {
       std::snprintf(buf, sizeof buf, "%-10s   under auto: nodes of at least %.0f flops\n", "",
                     b->min_flops());
