@@ -1,6 +1,7 @@
 #include "config/config.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/fs_safety.hpp"
 #include "config/toml_file.hpp"
 
 extern char** environ;
@@ -160,7 +162,7 @@ std::string format(const std::vector<std::string>& v) {
 }
 
 void set_defaults(Config& cfg) {
-#define SOL_KEY(field, toml, env, kind, def, min, max, help)                             \
+#define SOL_KEY(field, toml, env, kind, trust, def, min, max, help)                      \
   {                                                                                      \
     const KeyInfo& k = info(Key::field);                                                 \
     std::string problem = parse(default_text(k), cfg.field, k);                          \
@@ -170,27 +172,39 @@ void set_defaults(Config& cfg) {
 #undef SOL_KEY
 }
 
-// Where the configuration file is, and whether it was named explicitly (then it must exist).
+// Where the configuration file is, whether it was named explicitly (then it must exist), and
+// whether it may set trusted keys.
 struct FileChoice {
   std::string path;
-  bool explicit_;
+  bool explicit_ = false;
+  bool trusted = false;
+  std::string how_to_trust;  // for ./sol.toml
 };
 
 FileChoice choose_file(const Config& cfg, const Environment& env) {
-  if (!cfg.config.empty()) return {cfg.config, true};
-  auto exists = [](const std::string& p) { return ::access(p.c_str(), F_OK) == 0; };
-  if (exists("sol.toml")) return {"sol.toml", false};
+  if (!cfg.config.empty()) return {cfg.config, true, true, {}};
+  // The user's own file: $XDG_CONFIG_HOME/sol/sol.toml, else ~/.config/sol/sol.toml.
+  std::string user, user_hint = "~/.config/sol/sol.toml";
   const char* xdg = env.get("XDG_CONFIG_HOME");
-  if (xdg && *xdg) {
-    std::string p = std::string(xdg) + "/sol/sol.toml";
-    if (exists(p)) return {p, false};
-  }
   const char* home = env.get("HOME");
-  if (home && *home) {
-    std::string p = std::string(home) + "/.config/sol/sol.toml";
-    if (exists(p)) return {p, false};
+  struct stat mine;
+  if (xdg && *xdg) {
+    user_hint = std::string(xdg) + "/sol/sol.toml";
+    if (::stat(user_hint.c_str(), &mine) == 0) user = user_hint;
   }
-  return {"", false};
+  if (user.empty() && home && *home) {
+    const std::string p = std::string(home) + "/.config/sol/sol.toml";
+    if (::stat(p.c_str(), &mine) == 0) user = p;
+  }
+  struct stat here;
+  if (::stat("sol.toml", &here) == 0) {
+    // A repository, an archive or a shared folder may carry a sol.toml: it must not make SOL load
+    // code (CWE-426). The user's own file, reached from its own directory, is still the user's.
+    const bool same = !user.empty() && here.st_dev == mine.st_dev && here.st_ino == mine.st_ino;
+    return {"sol.toml", false, same, "trust it with SOL_CONFIG=./sol.toml or move it to " + user_hint};
+  }
+  if (!user.empty()) return {user, false, true, {}};
+  return {};
 }
 
 }  // namespace
@@ -283,8 +297,8 @@ std::string check_route(const RouteRule& rule) {
 
 std::string set_from_text(Config& cfg, Key key, std::string_view text) {
   switch (key) {
-#define SOL_KEY(field, toml, env, kind, def, min, max, help) \
-  case Key::field:                                           \
+#define SOL_KEY(field, toml, env, kind, trust, def, min, max, help) \
+  case Key::field:                                                  \
     return parse(text, cfg.field, info(Key::field));
 #include "config/keys.def"
 #undef SOL_KEY
@@ -294,8 +308,8 @@ std::string set_from_text(Config& cfg, Key key, std::string_view text) {
 
 std::string format_value(const Config& cfg, Key key) {
   switch (key) {
-#define SOL_KEY(field, toml, env, kind, def, min, max, help) \
-  case Key::field:                                           \
+#define SOL_KEY(field, toml, env, kind, trust, def, min, max, help) \
+  case Key::field:                                                  \
     return format(cfg.field);
 #include "config/keys.def"
 #undef SOL_KEY
@@ -305,7 +319,9 @@ std::string format_value(const Config& cfg, Key key) {
 
 Environment Environment::process() {
   Environment e;
-  e.get = [](const char* name) -> const char* { return std::getenv(name); };
+  e.secure = fs_safety::secure_execution();
+  e.get = [](const char* name) -> const char* { return ::secure_getenv(name); };
+  if (e.secure) return e;
   for (char** p = environ; p && *p; ++p) {
     if (std::strncmp(*p, "SOL_", 4) != 0) continue;
     const char* eq = std::strchr(*p, '=');
@@ -318,12 +334,20 @@ Config load(const Environment& env) {
   Config cfg;
   set_defaults(cfg);
 
+  // A set-user-ID program's environment is its caller's: SOL_CONFIG or a library path from there
+  // would run the caller's code with the program's privileges. libsol stays a passthrough.
+  if (env.secure) {
+    cfg.disable = true;
+    cfg.source[static_cast<size_t>(Key::disable)] = {Source::secure_execution, "AT_SECURE", false};
+    return cfg;
+  }
+
   // SOL_DISABLE=1 makes libsol inert: nothing else is read, nothing is reported.
   if (const char* d = env.get("SOL_DISABLE")) {
     bool off = false;
     if (parse(d, off, info(Key::disable)).empty() && off) {
       cfg.disable = true;
-      cfg.source[static_cast<size_t>(Key::disable)] = {Source::env, "SOL_DISABLE"};
+      cfg.source[static_cast<size_t>(Key::disable)] = {Source::env, "SOL_DISABLE", true};
       return cfg;
     }
   }
@@ -337,21 +361,31 @@ Config load(const Environment& env) {
     Config trial = cfg;
     std::string problem = set_from_text(trial, key, v);
     if (!problem.empty()) {
+      cfg.not_taken[static_cast<size_t>(key)] = std::string(k.env) + "='" + v + "' " + problem;
       cfg.problems.push_back(std::string(k.env) + "='" + v + "' " + problem + "; using " +
                              format_value(cfg, key) + " instead");
       return;
     }
     cfg = std::move(trial);
-    cfg.source[static_cast<size_t>(key)] = {Source::env, k.env};
+    cfg.source[static_cast<size_t>(key)] = {Source::env, k.env, true};
   };
   apply_env(Key::config);
 
   const FileChoice file = choose_file(cfg, env);
-  if (!file.path.empty()) {
+  // A missing file is reported by read_file below, in the words it always had.
+  const std::string unsafe = file.path.empty() ? std::string() : fs_safety::untrusted_reason(file.path, true);
+  if (!unsafe.empty()) {
+    cfg.file_note = file.path + " not read: " + unsafe;
+    cfg.problems.push_back("config file " + file.path + " is not used: " + unsafe +
+                           " (only you or root may be able to change it); using defaults");
+  } else if (!file.path.empty()) {
     std::string text, error;
     if (read_file(file.path, text, error)) {
       cfg.file = file.path;
-      load_toml(cfg, file.path, text);
+      cfg.file_trusted = file.trusted;
+      if (!file.trusted)
+        cfg.file_note = "in the current directory: trusted keys are not taken from it; " + file.how_to_trust;
+      load_toml(cfg, file.path, text, file.trusted ? std::string() : file.how_to_trust);
     } else if (file.explicit_ || error.find("No such file") == std::string::npos) {
       cfg.problems.push_back("cannot read config file " + file.path + ": " + error + "; using defaults");
     }
@@ -365,6 +399,9 @@ Config load(const Environment& env) {
     if (*k.env) env_names.emplace_back(k.env);
   for (const auto& name : env.sol_names) {
     if (std::find(env_names.begin(), env_names.end(), name) != env_names.end()) continue;
+    // SOL_TEST_*: switches the test suite sets for one backend (a planted wrong kernel), not
+    // configuration.
+    if (name.rfind("SOL_TEST_", 0) == 0) continue;
     cfg.problems.push_back("unknown environment variable " + name + did_you_mean(name, env_names) +
                            "; ignored");
   }

@@ -19,25 +19,29 @@ namespace sol::config {
 // the default.
 enum class Kind : uint8_t { boolean, integer, string, path, log_level, backend_list, choice };
 
+// Where a key may come from (keys.def explains the column).
+enum class Trust : uint8_t { any, trusted };
+
 struct KeyInfo {
   const char* field;
   const char* toml;  // "" when environment-only
   const char* env;   // "" when file-only
   Kind kind;
+  Trust trust;
   const char* def;
   int64_t min, max;
   const char* help;
 };
 
 enum class Key : uint8_t {
-#define SOL_KEY(field, toml, env, kind, def, min, max, help) field,
+#define SOL_KEY(field, toml, env, kind, trust, def, min, max, help) field,
 #include "config/keys.def"
 #undef SOL_KEY
 };
 
 inline constexpr KeyInfo kKeys[] = {
-#define SOL_KEY(field, toml, env, kind, def, min, max, help) \
-  {#field, toml, env, Kind::kind, def, min, max, help},
+#define SOL_KEY(field, toml, env, kind, trust, def, min, max, help) \
+  {#field, toml, env, Kind::kind, Trust::trust, def, min, max, help},
 #include "config/keys.def"
 #undef SOL_KEY
 };
@@ -87,10 +91,12 @@ struct CType<Kind::backend_list> {
   using type = std::vector<std::string>;
 };
 
-// Where a value came from.
+// Where a value came from. secure_execution: the process runs set-user-ID or with capabilities
+// (AT_SECURE), where SOL reads nothing and `disable` is true.
 struct Source {
-  enum Kind : uint8_t { by_default, file, env } kind = by_default;
-  std::string where;  // "path:line:column" for the file, the variable's name for env
+  enum Kind : uint8_t { by_default, file, env, secure_execution } kind = by_default;
+  std::string where;     // "path:line:column" for the file, the variable's name for env
+  bool trusted = false;  // for file: it was named explicitly or is the user's own config file
 };
 
 // A [[route]] table: nodes matching op, dtype and the flops range go to `backend` first.
@@ -104,14 +110,18 @@ struct RouteRule {
 };
 
 struct Config {
-#define SOL_KEY(field, toml, env, kind, def, min, max, help) CType<Kind::kind>::type field{};
+#define SOL_KEY(field, toml, env, kind, trust, def, min, max, help) CType<Kind::kind>::type field{};
 #include "config/keys.def"
 #undef SOL_KEY
 
   std::vector<RouteRule> routes;  // in file order; the first that matches a node wins
 
   std::array<Source, kNumKeys> source;
+  // Why a value given for a key was not taken ("" when none was refused), for `sol config`.
+  std::array<std::string, kNumKeys> not_taken;
   std::string file;                   // the TOML file that was read; empty when none
+  bool file_trusted = false;          // whether it may set trusted keys
+  std::string file_note;              // why the file was not read, or why it is not trusted
   std::vector<std::string> problems;  // one message per problem, without the "sol: " prefix
 };
 
@@ -120,6 +130,9 @@ struct Config {
 struct Environment {
   std::function<const char*(const char*)> get;
   std::vector<std::string> sol_names;
+  // A secure-execution process (fs_safety::secure_execution()): its environment belongs to a less
+  // privileged user, so nothing is read, not even SOL_DISABLE, and libsol is a passthrough.
+  bool secure = false;
 
   static Environment process();
 };

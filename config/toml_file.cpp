@@ -31,7 +31,8 @@ const char* toml_type(const toml::node& n) {
 
 class Loader {
  public:
-  Loader(Config& cfg, const std::string& path) : cfg_(cfg), path_(path) {
+  Loader(Config& cfg, const std::string& path, const std::string& how_to_trust)
+      : cfg_(cfg), path_(path), how_to_trust_(how_to_trust) {
     for (const auto& k : kKeys)
       if (*k.toml) known_.emplace_back(k.toml);
   }
@@ -157,9 +158,17 @@ class Loader {
 
   void apply(Key key, const std::string& name, const toml::node& node) {
     const KeyInfo& k = info(key);
+    if (k.trust == Trust::trusted && !how_to_trust_.empty()) {
+      problem(node, name + " is ignored: a sol.toml in the current directory may not make SOL load code (" +
+                        how_to_trust_ + ")");
+      cfg_.not_taken[static_cast<size_t>(key)] =
+          where(path_, node.source()) + " is in the current directory, not trusted";
+      return;
+    }
     std::string type_error;
     const std::string text = text_of(k.kind, node, type_error);
     if (!type_error.empty()) {
+      cfg_.not_taken[static_cast<size_t>(key)] = where(path_, node.source()) + " " + type_error;
       std::string hint;
       // The contract's [backend.NAME] tables cannot coexist with the backend key in TOML.
       if (key == Key::backend && node.is_table())
@@ -171,16 +180,20 @@ class Loader {
     Config trial = cfg_;
     std::string p = set_from_text(trial, key, text);
     if (!p.empty()) {
+      cfg_.not_taken[static_cast<size_t>(key)] = where(path_, node.source()) + " " + p;
       problem(node, name + " = " + text + " " + p + "; using the default " + format_value(cfg_, key));
       return;
     }
     trial.problems = std::move(cfg_.problems);
+    trial.not_taken = std::move(cfg_.not_taken);
     cfg_ = std::move(trial);
-    cfg_.source[static_cast<size_t>(key)] = {Source::file, where(path_, node.source())};
+    cfg_.source[static_cast<size_t>(key)] = {Source::file, where(path_, node.source()),
+                                             how_to_trust_.empty()};
   }
 
   Config& cfg_;
   const std::string& path_;
+  const std::string& how_to_trust_;
   std::vector<std::string> known_;
   Key found_{};
 };
@@ -209,7 +222,8 @@ bool read_file(const std::string& path, std::string& text, std::string& error) {
   return true;
 }
 
-void load_toml(Config& cfg, const std::string& path, const std::string& text) {
+void load_toml(Config& cfg, const std::string& path, const std::string& text,
+               const std::string& how_to_trust) {
   toml::parse_result result = toml::parse(text, path);
   if (!result) {
     const toml::parse_error& e = result.error();
@@ -217,7 +231,7 @@ void load_toml(Config& cfg, const std::string& path, const std::string& text) {
                            "; ignoring the file");
     return;
   }
-  Loader(cfg, path).walk(result.table(), "");
+  Loader(cfg, path, how_to_trust).walk(result.table(), "");
 }
 
 }  // namespace sol::config

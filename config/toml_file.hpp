@@ -16,6 +16,9 @@ bool read_file(const std::string& path, std::string& text, std::string& error);
 std::string check_route(const RouteRule& rule);
 
 // Applies the keys of a parsed TOML document to `cfg`, recording sources and problems.
-void load_toml(Config& cfg, const std::string& path, const std::string& text);
+// `how_to_trust` empty: the file may set every key. Otherwise its trusted keys are refused, each
+// with one problem that ends with this advice.
+void load_toml(Config& cfg, const std::string& path, const std::string& text,
+               const std::string& how_to_trust);
 
 }  // namespace sol::config

@@ -9,6 +9,7 @@
 
 #include "backends/onednn/api.hpp"
 #include "backends/onednn/matmul.hpp"
+#include "common/fs_safety.hpp"
 #include "common/log.hpp"
 #include "common/native.hpp"
 #include "config/config.hpp"
@@ -65,12 +66,8 @@ class OneDnn final : public hal::Backend {
         if (lib) path = info.dli_fname;
       }
     }
-    if (!lib) lib = dlopen(cfg.onednn_library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      const char* e = dlerror();
-      why = e ? e : "cannot open " + cfg.onednn_library;
-      return false;
-    }
+    if (!lib) lib = fs_safety::open_library(cfg.onednn_library, RTLD_NOW | RTLD_LOCAL, why);
+    if (!lib) return false;
     if (!api_.bind(lib, why)) {
       why = path + " " + why + " (oneDNN 2.x expected)";
       return false;

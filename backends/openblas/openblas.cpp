@@ -5,6 +5,7 @@
 #include <string>
 
 #include "capture/blas/call.hpp"
+#include "common/fs_safety.hpp"
 #include "common/native.hpp"
 #include "config/config.hpp"
 
@@ -29,12 +30,8 @@ class OpenBlas final : public hal::Backend {
       if (dladdr(get_config, &info) && info.dli_fname) lib_ = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
       shared_ = lib_ != nullptr;
     }
-    if (!lib_) lib_ = dlopen(cfg.openblas_library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib_) {
-      const char* e = dlerror();
-      why = e ? e : "cannot open " + cfg.openblas_library;
-      return false;
-    }
+    if (!lib_) lib_ = fs_safety::open_library(cfg.openblas_library, RTLD_NOW | RTLD_LOCAL, why);
+    if (!lib_) return false;
     size_t found = 0;
     for (size_t i = 0; i < capture::kNumSymbols; ++i) {
       const auto sym = static_cast<Sym>(i);

@@ -17,6 +17,8 @@
 #include "backends/opencl/blas.hpp"
 #include "backends/opencl/device.hpp"
 #include "backends/opencl/opencl.hpp"
+#include "backends/opencl/program_cache.hpp"
+#include "common/fs_safety.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
 
@@ -61,7 +63,8 @@ class ClMemory final : public hal::DeviceMemory {
 // The cached answer to "is an OpenCL accelerator here?" (see accelerator_hint()).
 class Inventory {
  public:
-  explicit Inventory(const config::Config& cfg) : path_(cfg.opencl_cache_dir + "/devices.v1") {
+  // Not kept in a cache directory others could write: a planted answer would steer auto.
+  explicit Inventory(const config::Config& cfg) : dir_(trusted_cache_dir(cfg.opencl_cache_dir)) {
     // Everything the answer depends on: where the ICD loader looks, what it finds there, and
     // which platform and device the configuration picks.
     std::string key = "platform=" + cfg.opencl_platform + "\ndevice=" + cfg.opencl_device + "\n";
@@ -89,7 +92,8 @@ class Inventory {
   }
 
   bool read(std::string& text) const {
-    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (dir_.empty()) return false;
+    const int fd = ::open(path().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return false;
     char buf[256];
     const ssize_t n = ::read(fd, buf, sizeof buf);
@@ -101,21 +105,21 @@ class Inventory {
 
   // Atomically (temporary file, rename): processes may race to write the same answer.
   void write(bool accelerator) const {
-    const size_t slash = path_.rfind('/');
-    const std::string dir = path_.substr(0, slash);
-    for (size_t pos = 1; pos <= dir.size(); ++pos)
-      if (pos == dir.size() || dir[pos] == '/') ::mkdir(dir.substr(0, pos).c_str(), 0755);
-    const std::string tmp = path_ + ".tmp" + std::to_string(::getpid());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (dir_.empty() || !fs_safety::make_private_dir(dir_).empty()) return;
+    const std::string tmp = path() + ".tmp" + std::to_string(::getpid());
+    std::string error;
+    const int fd = fs_safety::open_new_private(tmp, 0, error);
     if (fd < 0) return;
     const std::string text = line(accelerator);
     const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
     ::close(fd);
-    if (!ok || ::rename(tmp.c_str(), path_.c_str()) != 0) ::unlink(tmp.c_str());
+    if (!ok || ::rename(tmp.c_str(), path().c_str()) != 0) ::unlink(tmp.c_str());
   }
 
  private:
-  std::string path_, key_;
+  std::string path() const { return dir_ + "/devices.v1"; }
+
+  std::string dir_, key_;
 };
 
 class OpenclBackend final : public hal::Backend {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/fs_safety.hpp"
 #include "common/log.hpp"
 
 namespace sol::backends::opencl {
@@ -40,19 +41,6 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// mkdir -p: every missing component, tolerating a concurrent creator.
-bool make_dirs(const std::string& dir) {
-  std::string path;
-  path.reserve(dir.size());
-  for (size_t i = 0; i <= dir.size(); ++i) {
-    if (i == dir.size() || (dir[i] == '/' && i > 0)) {
-      if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return false;
-    }
-    if (i < dir.size()) path += dir[i];
-  }
-  return true;
-}
-
 bool write_all(int fd, const void* data, size_t bytes) noexcept {
   const char* p = static_cast<const char*>(data);
   while (bytes > 0) {
@@ -78,6 +66,17 @@ bool read_all(int fd, void* data, size_t bytes) noexcept {
 }
 
 }  // namespace
+
+std::string trusted_cache_dir(const std::string& dir) {
+  if (dir.empty()) return dir;
+  const std::string why = fs_safety::untrusted_reason(dir, true);
+  if (why.empty()) return dir;
+  log::once(log::Level::warn, "opencl cache " + dir,
+            "opencl: cache directory %s is not used (%s): another user could plant the compiled "
+            "programs this process runs; each process compiles its own",
+            dir.c_str(), why.c_str());
+  return {};
+}
 
 cl_program ProgramCache::build(const char* name, const std::string& source, const std::string& options,
                                std::string& why) {
@@ -129,7 +128,7 @@ cl_program ProgramCache::build(const char* name, const std::string& source, cons
 }
 
 cl_program ProgramCache::load(const std::string& path, uint64_t check, const std::string& options) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return nullptr;
   FileHeader header;
   struct stat st;
@@ -175,8 +174,10 @@ void ProgramCache::store(const std::string& path, uint64_t check, cl_program pro
   unsigned char* data = binary.data();
   if (cl_.clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof data, &data, nullptr) != CL_SUCCESS) return;
 
-  if (!make_dirs(dir_)) {
-    SOL_LOG(debug, "opencl: cannot create cache directory %s: %s", dir_.c_str(), std::strerror(errno));
+  // Checked again once created: someone may have made a missing directory first.
+  const std::string why = fs_safety::make_private_dir(dir_);
+  if (!why.empty()) {
+    SOL_LOG(debug, "opencl: cannot use cache directory %s: %s", dir_.c_str(), why.c_str());
     return;
   }
   // Unique per process and call: concurrent writers of the same program each rename a complete
@@ -185,9 +186,10 @@ void ProgramCache::store(const std::string& path, uint64_t check, cl_program pro
   char suffix[64];
   std::snprintf(suffix, sizeof suffix, ".tmp.%ld.%u", static_cast<long>(::getpid()), counter.fetch_add(1));
   const std::string tmp = path + suffix;
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  std::string error;
+  const int fd = fs_safety::open_new_private(tmp, 0, error);
   if (fd < 0) {
-    SOL_LOG(debug, "opencl: cannot write %s: %s", tmp.c_str(), std::strerror(errno));
+    SOL_LOG(debug, "opencl: cannot write %s", error.c_str());
     return;
   }
   FileHeader header;

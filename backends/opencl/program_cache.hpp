@@ -7,6 +7,9 @@
 // A file is written to a temporary name and renamed into place, so concurrent processes never
 // see a partial file; a file that does not load (truncated, from another driver, rejected by
 // clBuildProgram) is ignored and replaced by a fresh compile.
+//
+// The binaries are native code that this process runs: a directory another user can write
+// (fs_safety::untrusted_reason) is not used, and SOL creates its directories 0700 and its files 0600.
 #pragma once
 
 #include <string>
@@ -15,16 +18,20 @@
 
 namespace sol::backends::opencl {
 
+// `dir` when SOL may keep compiled programs (or what it learnt about devices) there, else "" after
+// one line saying why not. A directory that does not exist yet is judged by its existing part.
+std::string trusted_cache_dir(const std::string& dir);
+
 class ProgramCache {
  public:
-  // `dir` empty: no disk cache, every program is compiled. `device_key` identifies the device
-  // and driver (see Device::open).
+  // `dir` empty or not trusted: no disk cache, every program is compiled. `device_key`
+  // identifies the device and driver (see Device::open).
   ProgramCache(const ClApi& cl, cl_context context, cl_device_id device, std::string dir,
                std::string device_key)
       : cl_(cl),
         context_(context),
         device_(device),
-        dir_(std::move(dir)),
+        dir_(trusted_cache_dir(dir)),
         device_key_(std::move(device_key)) {}
 
   // A built program, or nullptr with `why` (the build log for a compile error).

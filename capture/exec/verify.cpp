@@ -15,6 +15,7 @@
 #include "capture/trace/shape.hpp"
 #include "capture/trace/text.hpp"
 #include "capture/trace/trace.hpp"
+#include "common/fs_safety.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
 
@@ -134,11 +135,12 @@ bool open_file() {
   for (size_t pos = 1; pos <= dir.size(); ++pos)
     if (pos == dir.size() || dir[pos] == '/') ::mkdir(dir.substr(0, pos).c_str(), 0755);
   const std::string path = dir + "/sol-" + trace::process_tag() + ".verify.jsonl";
-  g_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  std::string error;
+  g_fd = fs_safety::open_new_private(path, O_APPEND, error);  // never through a link planted in a shared dir
   if (g_fd < 0) {
     g_file_failed = true;
     log::write(log::Level::warn, "verify: cannot write %s (%s); mismatches are only counted", path.c_str(),
-               std::strerror(errno));
+               error.c_str());
     return false;
   }
   return true;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "capture/trace/state.hpp"
+#include "common/fs_safety.hpp"
 #include "common/human.hpp"
 #include "common/log.hpp"
 
@@ -50,7 +51,8 @@ std::string nums(double v) {
 }
 
 bool write_file(const std::string& path, const std::string& content) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  std::string error;  // the caller's one line covers every file
+  const int fd = fs_safety::open_new_private(path, 0, error);
   if (fd < 0) return false;
   size_t off = 0;
   while (off < content.size()) {

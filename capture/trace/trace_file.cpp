@@ -6,19 +6,18 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/fs_safety.hpp"
+
 namespace sol::capture::trace {
 
 bool TraceFile::open(const std::string& path, const char* header, size_t len, std::string& error) noexcept {
+  // The trace directory may be shared: neither name may lead SOL to write into someone's file.
   const std::string tmp = path + ".part";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    error = std::strerror(errno);
-    return false;
-  }
+  const int fd = fs_safety::open_new_private(tmp, O_APPEND, error);
+  if (fd < 0) return false;
   fd_.store(fd, std::memory_order_release);
   write(header, len);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = std::strerror(errno);
+  if (!fs_safety::rename_over_own(tmp, path, error)) {
     abandon();
     ::unlink(tmp.c_str());
     return false;

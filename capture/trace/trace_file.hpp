@@ -20,9 +20,10 @@ class TraceFile {
   TraceFile(const TraceFile&) = delete;
   TraceFile& operator=(const TraceFile&) = delete;
 
-  // Creates (replacing) the file with `header` as its first bytes. False with `error` set when it
-  // cannot be written. The file appears under its name only once the header is in it, so even
-  // a process killed at once leaves a loadable file.
+  // Creates (replacing a trace file of an earlier process of this user) the file, mode 0600, with
+  // `header` as its first bytes. False with `error` set when it cannot be written, or when a
+  // symbolic link or someone else's file has its name. The file appears under its name only once
+  // the header is in it, so even a process killed at once leaves a loadable file.
   bool open(const std::string& path, const char* header, size_t len, std::string& error) noexcept;
 
   // Appends whole events. Thread-safe: O_APPEND makes each write land whole at the end.

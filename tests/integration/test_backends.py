@@ -200,8 +200,10 @@ def test_verify_reports_a_planted_wrong_result(tmp_path):
     (tmp_path / "sol.toml").write_text('backend = "openblas"\n[backends.openblas]\nlibrary = "%s"\n'
                                        % (PROGRAMS / "libwrong_blas.so"))
     # Native is the reference BLAS, so the openblas backend opens the configured (wrong) library.
+    # A library is taken only from a file named explicitly, not from ./sol.toml.
     r = run([str(PROGRAMS / "threads")], cwd=tmp_path,
-            env={"HOME": str(tmp_path), "SOL_VERIFY": "1", "SOL_TRACE_DIR": str(tmp_path / "t"),
+            env={"HOME": str(tmp_path), "SOL_CONFIG": str(tmp_path / "sol.toml"), "SOL_VERIFY": "1",
+                 "SOL_TRACE_DIR": str(tmp_path / "t"),
                  "LD_LIBRARY_PATH": REFERENCE_BLAS_DIR})
     verify = [l for l in sol_lines(r.stderr) if l.startswith("sol: verify: ")]
     assert verify == ["sol: verify: 480 checked, 480 mismatches"], r.stderr
