@@ -16,6 +16,7 @@
 
 #include "backends/opencl/blas.hpp"
 #include "backends/opencl/device.hpp"
+#include "backends/opencl/dnn.hpp"
 #include "backends/opencl/opencl.hpp"
 #include "backends/opencl/program_cache.hpp"
 #include "common/fs_safety.hpp"
@@ -149,6 +150,7 @@ class OpenclBackend final : public hal::Backend {
       Inventory(cfg).write(ok && device->is_accelerator());
       if (!ok) return false;
       device_ = std::move(device);
+      dnn_ = std::make_unique<Dnn>(*device_);
       memory_ = std::make_unique<ClMemory>(*device_, mutex_);
       min_flops_ = static_cast<double>(cfg.opencl_min_flops);
       pid_ = ::getpid();
@@ -171,12 +173,13 @@ class OpenclBackend final : public hal::Backend {
 
   Reason supports(const capture::Node& node) const noexcept override {
     if (!device_) return Reason::unavailable;
-    return blas_supports(*device_, node);
+    return is_dnn_node(node) ? dnn_->supports(node) : blas_supports(*device_, node);
   }
 
   Reason run(capture::Node& node) noexcept override {
     if (!device_) return Reason::unavailable;
-    if (Reason r = blas_supports(*device_, node); r != Reason::ok) return r;
+    const bool dnn = is_dnn_node(node);
+    if (Reason r = dnn ? dnn_->supports(node) : blas_supports(*device_, node); r != Reason::ok) return r;
     // An OpenCL context does not survive fork(): the child has none of the driver's threads.
     if (::getpid() != pid_) {
       log::once(log::Level::info, "opencl: fork",
@@ -187,7 +190,7 @@ class OpenclBackend final : public hal::Backend {
     std::lock_guard<std::mutex> lock(mutex_);
     Reason r;
     try {
-      r = blas_run(*device_, node);
+      r = dnn ? dnn_->run(node) : blas_run(*device_, node);
     } catch (const std::bad_alloc&) {
       r = Reason::out_of_memory;
     } catch (...) {
@@ -203,6 +206,7 @@ class OpenclBackend final : public hal::Backend {
   static constexpr size_t kKeepBytes = size_t{64} << 20;  // buffers reused between calls, each
 
   std::unique_ptr<Device> device_;
+  std::unique_ptr<Dnn> dnn_;
   std::unique_ptr<ClMemory> memory_;
   std::mutex mutex_;  // one queue and one set of staging buffers: calls run one at a time
   double min_flops_ = 0;

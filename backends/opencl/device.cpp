@@ -6,12 +6,14 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "capture/ir/dnn.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
 
 namespace sol::backends::opencl {
 
-extern const char kKernelSource[];  // kernels.cl, embedded by CMake (kernels_source.cpp)
+extern const char kKernelSource[];     // kernels.cl, embedded by CMake (kernels_source.cpp)
+extern const char kDnnKernelSource[];  // dnn_kernels.cl, likewise (dnn_kernels_source.cpp)
 
 namespace {
 
@@ -24,6 +26,22 @@ const char* const kKernelNames[kNumKernels] = {"sol_rot",   "sol_rotm",  "sol_sc
 const char* const kProgramNames[kNumPrecs] = {"sol_blas_s", "sol_blas_d", "sol_blas_c", "sol_blas_z"};
 const char* const kProgramOptions[kNumPrecs] = {"-cl-std=CL1.2 -DSOL_PREC_S", "-cl-std=CL1.2 -DSOL_PREC_D",
                                                 "-cl-std=CL1.2 -DSOL_PREC_C", "-cl-std=CL1.2 -DSOL_PREC_Z"};
+
+const char* const kDnnKernelNames[kNumDnnKernels] = {
+#define SOL_DNN_KERNEL(name) "sol_dnn_" #name,
+#include "backends/opencl/dnn_kernels.def"
+#undef SOL_DNN_KERNEL
+};
+
+// The DNN program's options: the number of every capture::dnn::Alg, as SOL_ALG_<name>.
+std::string dnn_program_options() {
+  std::string options = "-cl-std=CL1.2";
+  int value = 0;
+#define SOL_DNN_ALG_DEFINE(name) options += " -DSOL_ALG_" #name "=" + std::to_string(value++);
+  SOL_DNN_ALGS(SOL_DNN_ALG_DEFINE)
+#undef SOL_DNN_ALG_DEFINE
+  return options;
+}
 
 template <class Get>
 std::string info_string(Get get) {
@@ -78,6 +96,9 @@ Device::~Device() {
       if (k) cl_.clReleaseKernel(k);
   for (cl_program p : programs_)
     if (p) cl_.clReleaseProgram(p);
+  for (cl_kernel k : dnn_kernels_)
+    if (k) cl_.clReleaseKernel(k);
+  if (dnn_program_) cl_.clReleaseProgram(dnn_program_);
   for (Slot& s : slots_)
     if (s.mem) cl_.clReleaseMemObject(s.mem);
   if (queue_) {
@@ -243,6 +264,23 @@ cl_kernel Device::kernel(Prec prec, Kernel k, std::string& why) {
   kernels_[p][i] = cl_.clCreateKernel(programs_[p], kKernelNames[i], &err);
   if (!kernels_[p][i]) why = std::string("clCreateKernel ") + kKernelNames[i] + ": " + status_name(err);
   return kernels_[p][i];
+}
+
+cl_kernel Device::kernel(DnnKernel k, std::string& why) {
+  const int i = static_cast<int>(k);
+  if (dnn_kernels_[i]) return dnn_kernels_[i];
+  if (!dnn_program_) {
+    if (dnn_program_error_.empty())
+      dnn_program_ = cache_->build("sol_dnn", kDnnKernelSource, dnn_program_options(), dnn_program_error_);
+    if (!dnn_program_) {
+      why = dnn_program_error_;
+      return nullptr;
+    }
+  }
+  cl_int err = CL_SUCCESS;
+  dnn_kernels_[i] = cl_.clCreateKernel(dnn_program_, kDnnKernelNames[i], &err);
+  if (!dnn_kernels_[i]) why = std::string("clCreateKernel ") + kDnnKernelNames[i] + ": " + status_name(err);
+  return dnn_kernels_[i];
 }
 
 }  // namespace sol::backends::opencl

@@ -32,6 +32,19 @@ inline constexpr int kNumPrecs = 4;
 enum class Kernel : uint8_t { rot, rotm, scal_real, asum, nrm2, iamax, dsdot, tsv_n, tsv_t };
 inline constexpr int kNumKernels = 9;
 
+// The kernels of DNN nodes (dnn_kernels.cl): one program of its own, so that BLAS programs are not
+// rebuilt when it changes and BLAS-only processes never compile it.
+enum class DnnKernel : uint8_t {
+#define SOL_DNN_KERNEL(name) name,
+#include "backends/opencl/dnn_kernels.def"
+#undef SOL_DNN_KERNEL
+};
+inline constexpr int kNumDnnKernels = 0
+#define SOL_DNN_KERNEL(name) +1
+#include "backends/opencl/dnn_kernels.def"
+#undef SOL_DNN_KERNEL
+    ;
+
 class Device {
  public:
   Device() = default;
@@ -57,8 +70,10 @@ class Device {
   size_t max_work_group() const noexcept { return max_work_group_; }
 
   // A device buffer of at least `bytes` for `slot`, reused across calls and grown on demand.
-  // CL_SUCCESS, or the allocation error.
-  static constexpr int kNumSlots = 10;
+  // CL_SUCCESS, or the allocation error. BLAS nodes use slots below kFirstDnnSlot, DNN nodes the
+  // rest (a DNN node has up to two buffers per tensor and a few temporaries).
+  static constexpr int kFirstDnnSlot = 10;
+  static constexpr int kNumSlots = kFirstDnnSlot + 40;
   cl_int buffer(int slot, size_t bytes, cl_mem& out);
 
   // Host staging memory for `slot`, grown on demand (std::bad_alloc when it cannot grow).
@@ -71,6 +86,8 @@ class Device {
   // One of our kernels, building its program on first use. nullptr with `why` on failure; a
   // program that failed to build is not tried again.
   cl_kernel kernel(Prec prec, Kernel k, std::string& why);
+  // The same for the DNN program (built on the first DNN node).
+  cl_kernel kernel(DnnKernel k, std::string& why);
 
   // The origin of the most recent program build (compiled or loaded from the disk cache).
   ProgramCache::Origin last_program_origin() const noexcept {
@@ -103,6 +120,9 @@ class Device {
   cl_program programs_[kNumPrecs] = {};
   std::string program_errors_[kNumPrecs];
   cl_kernel kernels_[kNumPrecs][kNumKernels] = {};
+  cl_program dnn_program_ = nullptr;
+  std::string dnn_program_error_;
+  cl_kernel dnn_kernels_[kNumDnnKernels] = {};
 };
 
 }  // namespace sol::backends::opencl

@@ -1,0 +1,54 @@
+// DNN nodes (capture/ir/dnn.hpp) on an OpenCL device, f32, with SOL's own kernels
+// (dnn_kernels.cl). Kinds: convolution and deconvolution (every propagation, groups, dilation,
+// strides, asymmetric padding, 1 to 3 spatial dims), inner product, matmul, eltwise, pooling,
+// batch normalization, softmax and logsoftmax, binary, sum, concat, reorder; output scale and
+// post-ops wherever oneDNN allows them on these kinds.
+//
+// Data movement, per node:
+//   up    each tensor the node reads, as its raw bytes (TensorDesc::bytes from its pointer); an
+//         output whose layout leaves bytes of its buffer unwritten (gaps, an offset, a workspace)
+//         too, so that those bytes come back as they were.
+//   on the device  inputs whose layout is not dense canonical (row-major over the logical dims)
+//         are gathered into dense arrays by one generic kernel; the kind's kernels compute dense
+//         outputs, the output scale and post-ops run on those, and the same generic kernel
+//         scatters them into their layouts, blocked padding written as zeros.
+//   down  every written tensor into host staging; only after every device command succeeded is
+//         it copied into the caller's memory (its `bytes`, nothing outside), so a failure leaves
+//         every output untouched.
+//
+// Workspaces (the backend's own formats, as the reference backend's, so either reads the other's):
+//   pooling, max, forward_training: per dst element, at the offset the workspace layout gives for
+//     that element's logical index, the position of the maximum within the kernel window,
+//     (kd * KH + kh) * KW + kw, as u8 or s32 (the workspace's dtype; u8 only for windows of at most
+//     256 positions).
+//   batch normalization, fuse_relu, forward_training: one bit per src element in canonical
+//     order, bit i in byte i / 8 at position i % 8, set where the normalized value was > 0.
+#pragma once
+
+#include "backends/opencl/device.hpp"
+#include "capture/ir/node.hpp"
+#include "hal/backend.hpp"
+
+namespace sol::backends::opencl {
+
+// Whether the node is of the "dnn" family (those go to Dnn, the rest to blas.hpp).
+bool is_dnn_node(const capture::Node& node) noexcept;
+
+class Dnn {
+ public:
+  // Reads SOL_TEST_WRONG_KERNEL (see dnn.cpp).
+  explicit Dnn(Device& device);
+
+  // Reason::ok when run() computes this node (a "dnn"-family op with node.dnn bound), else why not.
+  hal::Reason supports(const capture::Node& node) const noexcept;
+
+  // Computes a node supports() accepted. Anything but Reason::ok means the caller's memory was not
+  // written. May throw std::bad_alloc (host staging).
+  hal::Reason run(capture::Node& node);
+
+ private:
+  Device& device_;
+  float conv_bump_ = 0;  // SOL_TEST_WRONG_KERNEL=convolution: added to a convolution's first output
+};
+
+}  // namespace sol::backends::opencl

@@ -1,0 +1,532 @@
+// The opencl backend's DNN nodes, beyond the conformance suite (tests/unit/dnn), which runs every
+// kind against native oneDNN: geometry that suite does not combine (dilated depthwise on padded
+// channel blocks, grouped 3-D deconvolution), the workspace formats (the reference backend's,
+// byte for byte, each backend reading the other's), bytes of an output's buffer that its layout
+// does not address, the reasons it declines, and the test-only SOL_TEST_WRONG_KERNEL switch.
+//
+// Each case is a real oneDNN primitive described by the oneDNN frontend; buffers have NaN guard
+// zones on both sides, and outputs start as NaN so an element the backend does not write shows.
+#include "capture/ir/dnn.hpp"
+
+#include <gtest/gtest.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/reference/reference.hpp"
+#include "config/config.hpp"
+#include "fixture.hpp"
+#include "interpose/dnnl/dnnl.hpp"
+
+namespace sol::test {
+namespace {
+
+namespace ir = capture::dnn;
+using hal::Reason;
+using Dims = std::vector<dnnl_dim_t>;
+
+dnnl_engine_t engine() {
+  static dnnl_engine_t e = [] {
+    dnnl_engine_t x = nullptr;
+    dnnl_engine_create(&x, dnnl_cpu, 0);
+    return x;
+  }();
+  return e;
+}
+
+dnnl_stream_t stream() {
+  static dnnl_stream_t s = [] {
+    dnnl_stream_t x = nullptr;
+    dnnl_stream_create(&x, engine(), dnnl_stream_default_flags);
+    return x;
+  }();
+  return s;
+}
+
+dnnl_memory_desc_t md(const Dims& dims, dnnl_format_tag_t tag, dnnl_data_type_t dt = dnnl_f32) {
+  dnnl_memory_desc_t m{};
+  EXPECT_EQ(dnnl_memory_desc_init_by_tag(&m, static_cast<int>(dims.size()), dims.data(), dt, tag),
+            dnnl_success);
+  return m;
+}
+
+dnnl_primitive_desc_t pd_of(const void* op_desc, const_dnnl_primitive_desc_t hint = nullptr,
+                            const_dnnl_primitive_attr_t attr = nullptr) {
+  dnnl_primitive_desc_t pd = nullptr;
+  EXPECT_EQ(dnnl_primitive_desc_create(&pd, op_desc, attr, engine(), hint), dnnl_success);
+  return pd;
+}
+
+// A backward primitive descriptor with its forward one as the hint.
+dnnl_primitive_desc_t bwd_pd(const void* fwd_desc, const void* bwd_desc) {
+  dnnl_primitive_desc_t hint = pd_of(fwd_desc);
+  dnnl_primitive_desc_t pd = pd_of(bwd_desc, hint);
+  dnnl_primitive_desc_destroy(hint);
+  return pd;
+}
+
+constexpr size_t kGuard = 64;  // NaN bytes on each side of a tensor
+
+void fill_nan(unsigned char* p, size_t n) {
+  const uint32_t nan = 0x7fc00bad;
+  for (size_t i = 0; i + 4 <= n; i += 4) std::memcpy(p + i, &nan, 4);
+  for (size_t i = n / 4 * 4; i < n; ++i) p[i] = 0xff;
+}
+
+// One argument's bytes (guard, tensor, guard) and its oneDNN memory.
+struct Buffer {
+  dnnl_memory_desc_t md{};
+  std::vector<unsigned char> bytes;
+  dnnl_memory_t memory = nullptr;
+  size_t size() const { return bytes.size() - 2 * kGuard; }
+  unsigned char* data() { return bytes.data() + kGuard; }
+  const float* f32() { return reinterpret_cast<const float*>(data()); }
+  // `at_least`: a view into a larger tensor (a submemory) reaches past dnnl_memory_desc_get_size.
+  explicit Buffer(const dnnl_memory_desc_t& m, size_t at_least = 0)
+      : md(m), bytes(std::max(dnnl_memory_desc_get_size(&m), at_least) + 2 * kGuard) {
+    fill_nan(bytes.data(), bytes.size());
+    dnnl_memory_create(&memory, &md, engine(), data());
+  }
+  Buffer(const Buffer& o) : Buffer(o.md, o.size()) { take_bytes(o); }
+  // The other buffer's contents (same size: the memory keeps pointing at ours).
+  void take_bytes(const Buffer& o) { std::memcpy(bytes.data(), o.bytes.data(), bytes.size()); }
+  ~Buffer() { dnnl_memory_destroy(memory); }
+  bool guards_intact() const {
+    std::vector<unsigned char> guard(kGuard);
+    fill_nan(guard.data(), kGuard);
+    return !std::memcmp(bytes.data(), guard.data(), kGuard) &&
+           !std::memcmp(bytes.data() + bytes.size() - kGuard, guard.data(), kGuard);
+  }
+};
+
+// Random values in (-1, 1), or (0.1, 2) for variances, written through a native reorder from a
+// plain tensor so that blocked padding holds zeros.
+void fill_random(Buffer& b, unsigned seed, bool positive) {
+  const dnnl_memory_desc_t& m = b.md;
+  static const dnnl_format_tag_t plain[] = {
+      dnnl_format_tag_undef, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef};
+  const dnnl_memory_desc_t p = md(Dims(m.dims, m.dims + m.ndims), plain[m.ndims]);
+  std::vector<float> values(dnnl_memory_desc_get_size(&p) / sizeof(float));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(positive ? 0.1f : -1.f, positive ? 2.f : 1.f);
+  for (float& v : values) v = dist(rng);
+  dnnl_memory_t from = nullptr;
+  dnnl_memory_create(&from, &p, engine(), values.data());
+  dnnl_primitive_desc_t rpd = nullptr;
+  ASSERT_EQ(dnnl_reorder_primitive_desc_create(&rpd, &p, engine(), &m, engine(), nullptr), dnnl_success);
+  dnnl_primitive_t r = nullptr;
+  dnnl_primitive_create(&r, rpd);
+  dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, b.memory}};
+  dnnl_primitive_execute(r, stream(), 2, args);
+  dnnl_stream_wait(stream());
+  dnnl_primitive_destroy(r);
+  dnnl_primitive_desc_destroy(rpd);
+  dnnl_memory_destroy(from);
+}
+
+using Args = std::map<int, std::unique_ptr<Buffer>>;
+
+// Every argument `pd` takes, inputs random (per argument seed), outputs NaN.
+Args make_args(dnnl_primitive_desc_t pd, const std::vector<int>& outputs, unsigned seed) {
+  Args args;
+  std::vector<int> candidates = {
+      DNNL_ARG_SRC,      DNNL_ARG_SRC_1,      DNNL_ARG_WEIGHTS,      DNNL_ARG_BIAS,
+      DNNL_ARG_DST,      DNNL_ARG_DIFF_SRC,   DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS,
+      DNNL_ARG_DIFF_DST, DNNL_ARG_MEAN,       DNNL_ARG_VARIANCE,     DNNL_ARG_SCALE,
+      DNNL_ARG_SHIFT,    DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT,   DNNL_ARG_WORKSPACE};
+  // Binary post-ops only: oneDNN answers the query for other positions with whatever they hold.
+  const_dnnl_primitive_attr_t attr = nullptr;
+  const_dnnl_post_ops_t po = nullptr;
+  if (dnnl_primitive_desc_get_attr(pd, &attr) == dnnl_success && attr &&
+      dnnl_primitive_attr_get_post_ops(attr, &po) == dnnl_success && po)
+    for (int p = 0; p < dnnl_post_ops_len(po); ++p)
+      if (dnnl_post_ops_get_kind(po, p) == dnnl_binary)
+        candidates.push_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p) | DNNL_ARG_SRC_1);
+  for (int arg : candidates) {
+    const dnnl_memory_desc_t* m = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
+    if (!m || m->ndims == 0) continue;
+    args[arg] = std::make_unique<Buffer>(*m);
+    if (std::find(outputs.begin(), outputs.end(), arg) == outputs.end())
+      fill_random(*args[arg], seed + static_cast<unsigned>(arg) * 7919u, arg == DNNL_ARG_VARIANCE);
+  }
+  return args;
+}
+
+Args copy_args(const Args& from) {
+  Args out;
+  for (auto& [arg, b] : from) out[arg] = std::make_unique<Buffer>(*b);
+  return out;
+}
+
+std::vector<dnnl_exec_arg_t> exec_args(Args& args) {
+  std::vector<dnnl_exec_arg_t> out;
+  for (auto& [arg, b] : args) out.push_back({arg, b->memory});
+  return out;
+}
+
+void run_native(dnnl_primitive_desc_t pd, Args& args) {
+  dnnl_primitive_t p = nullptr;
+  ASSERT_EQ(dnnl_primitive_create(&p, pd), dnnl_success);
+  std::vector<dnnl_exec_arg_t> a = exec_args(args);
+  ASSERT_EQ(dnnl_primitive_execute(p, stream(), static_cast<int>(a.size()), a.data()), dnnl_success);
+  dnnl_stream_wait(stream());
+  dnnl_primitive_destroy(p);
+}
+
+void bind_frontend() {
+  static const bool bound = interpose::dnnl::bind(reinterpret_cast<const void*>(&dnnl_primitive_desc_query));
+  ASSERT_TRUE(bound);
+}
+
+// The primitive's description, editable before a backend is asked (declines).
+ir::Desc describe(dnnl_primitive_desc_t pd) {
+  const auto info = interpose::dnnl::describe(pd);
+  EXPECT_TRUE(info && info->node) << (info ? info->why_not : "describe() failed");
+  return info && info->node ? *info->node : ir::Desc{};
+}
+
+// Runs the primitive on `backend` over `args`, with `edit` applied to its description first.
+Reason run_on(hal::Backend& backend, dnnl_primitive_desc_t pd, Args& args,
+              void (*edit)(ir::Desc&) = nullptr) {
+  const auto info = interpose::dnnl::describe(pd);
+  if (!info || !info->node) {
+    ADD_FAILURE() << "not described: " << (info ? info->why_not : "describe() failed");
+    return Reason::internal_error;
+  }
+  ir::Desc desc = *info->node;
+  if (edit) edit(desc);
+  std::vector<dnnl_exec_arg_t> a = exec_args(args);
+  ir::Call call;
+  const char* why = nullptr;
+  if (!interpose::dnnl::bind_call(*info, static_cast<int>(a.size()), a.data(), call, &why)) {
+    ADD_FAILURE() << "bind_call: " << (why ? why : "?");
+    return Reason::internal_error;
+  }
+  call.desc = &desc;
+  capture::Node node(capture::Sym::dnnl_primitive_execute, desc.kind, desc.dtype);
+  node.dnn = &call;
+  if (Reason r = backend.supports(node); r != Reason::ok) return r;
+  return backend.run(node);
+}
+
+// Differences of `got` from `want` in the outputs (relative to 1 + |want|, the tolerance growing
+// with the square root of the reduction length k) and guard damage anywhere.
+std::string compare(Args& want, Args& got, const std::vector<int>& outputs, double k) {
+  std::string out;
+  const double tol = 2e-6 * std::sqrt(std::max(1.0, k)) + 2e-6;
+  for (auto& [arg, b] : got) {
+    if (!b->guards_intact()) out += "arg " + std::to_string(arg) + ": guard written\n";
+    if (std::find(outputs.begin(), outputs.end(), arg) == outputs.end()) continue;
+    int bad = 0;
+    for (size_t i = 0; i < b->size() / 4; ++i) {
+      const float w = want[arg]->f32()[i], g = b->f32()[i];
+      if ((std::isnan(w) && std::isnan(g)) || std::fabs(g - w) <= tol * (1 + std::fabs(w))) continue;
+      if (bad++ < 4)
+        out += "arg " + std::to_string(arg) + "[" + std::to_string(i) + "]: " + std::to_string(w) + " vs " +
+               std::to_string(g) + "\n";
+    }
+  }
+  return out;
+}
+
+hal::Backend& reference() {
+  static std::unique_ptr<hal::Backend> b = [] {
+    auto r = backends::reference::create();
+    std::string why;
+    EXPECT_TRUE(r->init(test_config(make_temp_dir()), why)) << why;
+    return r;
+  }();
+  return *b;
+}
+
+class OpenclDnn : public testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    backend_ = shared_backend(why);
+    if (!backend_) GTEST_SKIP() << "no usable OpenCL device: " << why;
+    bind_frontend();
+  }
+  // The primitive natively and on opencl, from identical inputs.
+  void check_native(dnnl_primitive_desc_t pd, const std::vector<int>& outputs, double k) {
+    ASSERT_NE(pd, nullptr);
+    Args native = make_args(pd, outputs, 7);
+    Args ocl = copy_args(native);
+    run_native(pd, native);
+    ASSERT_EQ(run_on(*backend_, pd, ocl), Reason::ok);
+    EXPECT_EQ(compare(native, ocl, outputs, k), "");
+    dnnl_primitive_desc_destroy(pd);
+  }
+  hal::Backend* backend_ = nullptr;
+};
+
+// Convolution descriptors: src and dst in `tag`, weights in oneDNN's choice of format.
+struct Conv {
+  Dims src, wei, dst, s, d, pl, pr;  // d: oneDNN's dilation (0 dense)
+  dnnl_format_tag_t tag;
+  bool deconv = false;
+};
+dnnl_primitive_desc_t conv_pd(const Conv& c, dnnl_prop_kind_t prop,
+                              const_dnnl_primitive_attr_t attr = nullptr) {
+  const dnnl_memory_desc_t s = md(c.src, c.tag), w = md(c.wei, dnnl_format_tag_any), d = md(c.dst, c.tag),
+                           b = md({c.dst[1]}, dnnl_x);
+  const dnnl_alg_kind_t alg = c.deconv ? dnnl_deconvolution_direct : dnnl_convolution_direct;
+  dnnl_convolution_desc_t f{}, bwd{};
+  auto fwd_init =
+      c.deconv ? dnnl_dilated_deconvolution_forward_desc_init : dnnl_dilated_convolution_forward_desc_init;
+  EXPECT_EQ(fwd_init(&f, dnnl_forward_training, alg, &s, &w, &b, &d, c.s.data(), c.d.data(), c.pl.data(),
+                     c.pr.data()),
+            dnnl_success);
+  if (prop == dnnl_forward_training) return pd_of(&f, nullptr, attr);
+  if (prop == dnnl_backward_data) {
+    auto init = c.deconv ? dnnl_dilated_deconvolution_backward_data_desc_init
+                         : dnnl_dilated_convolution_backward_data_desc_init;
+    EXPECT_EQ(init(&bwd, alg, &s, &w, &d, c.s.data(), c.d.data(), c.pl.data(), c.pr.data()), dnnl_success);
+  } else {
+    auto init = c.deconv ? dnnl_dilated_deconvolution_backward_weights_desc_init
+                         : dnnl_dilated_convolution_backward_weights_desc_init;
+    EXPECT_EQ(init(&bwd, alg, &s, &w, &b, &d, c.s.data(), c.d.data(), c.pl.data(), c.pr.data()),
+              dnnl_success);
+  }
+  return bwd_pd(&f, &bwd);
+}
+
+// Depthwise, 20 channels on blocks of 16 (padded), dilation 2, stride 2, asymmetric padding:
+// oh = (11 + 2 + 1 - 5) / 2 + 1 = 5, ow = (11 + 1 + 0 - 5) / 2 + 1 = 4.
+const Conv kDepthwise = {{2, 20, 11, 11}, {20, 1, 1, 3, 3}, {2, 20, 5, 4}, {2, 2},
+                         {1, 1},          {2, 1},           {1, 0},        dnnl_nChw16c};
+// Grouped 3-D deconvolution: in 3x4x3, stride (2,1,2), out = (in - 1) * s + k - pl - pr.
+const Conv kDeconv3d = {{1, 6, 3, 4, 3}, {3, 4, 2, 2, 3, 2}, {1, 12, 5, 5, 5}, {2, 1, 2}, {0, 0, 0},
+                        {0, 1, 0},       {1, 0, 1},          dnnl_ncdhw,       true};
+
+TEST_F(OpenclDnn, DilatedStridedDepthwiseOnPaddedBlocks) {
+  check_native(conv_pd(kDepthwise, dnnl_forward_training), {DNNL_ARG_DST}, 9);
+  check_native(conv_pd(kDepthwise, dnnl_backward_data), {DNNL_ARG_DIFF_SRC}, 9);
+  check_native(conv_pd(kDepthwise, dnnl_backward_weights), {DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS}, 50);
+}
+
+TEST_F(OpenclDnn, GroupedDeconvolution3d) {
+  check_native(conv_pd(kDeconv3d, dnnl_forward_training), {DNNL_ARG_DST}, 12);
+  check_native(conv_pd(kDeconv3d, dnnl_backward_data), {DNNL_ARG_DIFF_SRC}, 48);
+  check_native(conv_pd(kDeconv3d, dnnl_backward_weights), {DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS}, 100);
+}
+
+TEST_F(OpenclDnn, SumBinaryEltwisePostOpsOnPaddedBlocks) {
+  dnnl_primitive_attr_t attr = nullptr;
+  dnnl_primitive_attr_create(&attr);
+  dnnl_post_ops_t po = nullptr;
+  dnnl_post_ops_create(&po);
+  dnnl_post_ops_append_sum(po, 2.f);
+  const dnnl_memory_desc_t per_channel = md({1, 12, 1, 1}, dnnl_abcd);
+  dnnl_post_ops_append_binary(po, dnnl_binary_mul, &per_channel);
+  dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_clip_v2, -0.5f, 0.5f);
+  dnnl_primitive_attr_set_post_ops(attr, po);
+  dnnl_post_ops_destroy(po);
+  // 12 output channels on blocks of 8: padded.
+  const Conv c = {{2, 6, 7, 7}, {12, 6, 3, 3}, {2, 12, 7, 7}, {1, 1}, {0, 0}, {1, 1}, {1, 1}, dnnl_nChw8c};
+  dnnl_primitive_desc_t pd = conv_pd(c, dnnl_forward_training, attr);
+  dnnl_primitive_attr_destroy(attr);
+  ASSERT_NE(pd, nullptr);
+  // dst is read (sum): random like the inputs.
+  Args native = make_args(pd, {}, 11);
+  Args ocl = copy_args(native);
+  run_native(pd, native);
+  ASSERT_EQ(run_on(*backend_, pd, ocl), Reason::ok);
+  EXPECT_EQ(compare(native, ocl, {DNNL_ARG_DST}, 54), "");
+  dnnl_primitive_desc_destroy(pd);
+}
+
+// Max pooling's workspace: identical bytes from both backends, and each backend's backward pass
+// reads the other's. A 3x3 window gets a u8 workspace from oneDNN, a 17x17 one (289 positions) s32.
+void check_pool_workspace(hal::Backend& ocl, int64_t k) {
+  const int64_t in = k + 4, out = (in + 1 - k) / 2 + 1;  // stride 2, padding 1 before, 0 after
+  const dnnl_memory_desc_t s = md({2, 20, in, in}, dnnl_nChw8c), d = md({2, 20, out, out}, dnnl_nChw8c);
+  const dnnl_dims_t st = {2, 2}, ks = {k, k}, dil = {0, 0}, pl = {1, 1}, pr = {0, 0};
+  dnnl_pooling_v2_desc_t f{}, b{};
+  ASSERT_EQ(dnnl_pooling_v2_forward_desc_init(&f, dnnl_forward_training, dnnl_pooling_max, &s, &d, st, ks,
+                                              dil, pl, pr),
+            dnnl_success);
+  ASSERT_EQ(dnnl_pooling_v2_backward_desc_init(&b, dnnl_pooling_max, &s, &d, st, ks, dil, pl, pr),
+            dnnl_success);
+  dnnl_primitive_desc_t fwd = pd_of(&f), bwd = bwd_pd(&f, &b);
+  const ir::Desc desc = describe(fwd);
+  ASSERT_NE(desc.desc(ir::Arg::workspace), nullptr);
+  EXPECT_EQ(desc.desc(ir::Arg::workspace)->dtype, k > 15 ? capture::DType::s32 : capture::DType::u8);
+
+  Args ref_fwd = make_args(fwd, {DNNL_ARG_DST, DNNL_ARG_WORKSPACE}, 3);
+  Args ocl_fwd = copy_args(ref_fwd);
+  ASSERT_EQ(run_on(reference(), fwd, ref_fwd), Reason::ok);
+  ASSERT_EQ(run_on(ocl, fwd, ocl_fwd), Reason::ok);
+  EXPECT_EQ(compare(ref_fwd, ocl_fwd, {DNNL_ARG_DST}, 1), "");
+  EXPECT_EQ(ref_fwd[DNNL_ARG_WORKSPACE]->bytes, ocl_fwd[DNNL_ARG_WORKSPACE]->bytes);
+
+  Args ref_bwd = make_args(bwd, {DNNL_ARG_DIFF_SRC}, 5);
+  Args ocl_bwd = copy_args(ref_bwd);
+  ref_bwd[DNNL_ARG_WORKSPACE]->take_bytes(*ocl_fwd[DNNL_ARG_WORKSPACE]);  // each reads the other's
+  ocl_bwd[DNNL_ARG_WORKSPACE]->take_bytes(*ref_fwd[DNNL_ARG_WORKSPACE]);
+  ASSERT_EQ(run_on(reference(), bwd, ref_bwd), Reason::ok);
+  ASSERT_EQ(run_on(ocl, bwd, ocl_bwd), Reason::ok);
+  EXPECT_EQ(compare(ref_bwd, ocl_bwd, {DNNL_ARG_DIFF_SRC}, 9), "");
+  dnnl_primitive_desc_destroy(fwd);
+  dnnl_primitive_desc_destroy(bwd);
+}
+
+TEST_F(OpenclDnn, MaxPoolingWorkspaceIsTheReferences) {
+  check_pool_workspace(*backend_, 3);
+  check_pool_workspace(*backend_, 17);
+}
+
+TEST_F(OpenclDnn, BatchNormReluWorkspaceIsTheReferences) {
+  const dnnl_memory_desc_t m = md({3, 13, 5, 3}, dnnl_nChw16c);  // 585 elements: a partial last byte
+  const unsigned flags = dnnl_use_scale | dnnl_use_shift | dnnl_fuse_norm_relu;
+  dnnl_batch_normalization_desc_t f{}, b{};
+  ASSERT_EQ(dnnl_batch_normalization_forward_desc_init(&f, dnnl_forward_training, &m, 1e-3f, flags),
+            dnnl_success);
+  ASSERT_EQ(dnnl_batch_normalization_backward_desc_init(&b, dnnl_backward, &m, &m, 1e-3f, flags),
+            dnnl_success);
+  dnnl_primitive_desc_t fwd = pd_of(&f), bwd = bwd_pd(&f, &b);
+  const std::vector<int> fwd_out = {DNNL_ARG_DST, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE, DNNL_ARG_WORKSPACE};
+  Args ref_fwd = make_args(fwd, fwd_out, 3);
+  Args ocl_fwd = copy_args(ref_fwd);
+  ASSERT_EQ(run_on(reference(), fwd, ref_fwd), Reason::ok);
+  ASSERT_EQ(run_on(*backend_, fwd, ocl_fwd), Reason::ok);
+  EXPECT_EQ(compare(ref_fwd, ocl_fwd, {DNNL_ARG_DST, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE}, 45), "");
+  EXPECT_EQ(ref_fwd[DNNL_ARG_WORKSPACE]->bytes, ocl_fwd[DNNL_ARG_WORKSPACE]->bytes);
+
+  const std::vector<int> bwd_out = {DNNL_ARG_DIFF_SRC, DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
+  Args ref_bwd = make_args(bwd, bwd_out, 5);
+  Args ocl_bwd = copy_args(ref_bwd);
+  ref_bwd[DNNL_ARG_WORKSPACE]->take_bytes(*ocl_fwd[DNNL_ARG_WORKSPACE]);
+  ocl_bwd[DNNL_ARG_WORKSPACE]->take_bytes(*ref_fwd[DNNL_ARG_WORKSPACE]);
+  ASSERT_EQ(run_on(reference(), bwd, ref_bwd), Reason::ok);
+  ASSERT_EQ(run_on(*backend_, bwd, ocl_bwd), Reason::ok);
+  EXPECT_EQ(compare(ref_bwd, ocl_bwd, bwd_out, 45), "");
+  dnnl_primitive_desc_destroy(fwd);
+  dnnl_primitive_desc_destroy(bwd);
+}
+
+// A reorder into channels 2..4 of a larger nchw tensor (a submemory: offset and gaps): the other
+// channels' bytes in the buffer must come back exactly as they were.
+TEST_F(OpenclDnn, BytesOutsideTheLayoutKept) {
+  const dnnl_memory_desc_t src = md({2, 3, 4, 5}, dnnl_nChw8c), parent = md({2, 8, 4, 5}, dnnl_nchw);
+  dnnl_memory_desc_t view{};
+  const dnnl_dims_t dims = {2, 3, 4, 5}, offsets = {0, 2, 0, 0};
+  ASSERT_EQ(dnnl_memory_desc_init_submemory(&view, &parent, dims, offsets), dnnl_success);
+  dnnl_primitive_desc_t pd = nullptr;
+  ASSERT_EQ(dnnl_reorder_primitive_desc_create(&pd, &src, engine(), &view, engine(), nullptr), dnnl_success);
+  Args native = make_args(pd, {DNNL_ARG_DST}, 13);  // dst's NaN pattern must survive outside the view
+  native[DNNL_ARG_DST] = std::make_unique<Buffer>(view, dnnl_memory_desc_get_size(&parent));
+  Args ocl = copy_args(native);
+  run_native(pd, native);
+  ASSERT_EQ(run_on(*backend_, pd, ocl), Reason::ok);
+  EXPECT_EQ(native[DNNL_ARG_DST]->bytes, ocl[DNNL_ARG_DST]->bytes);
+  dnnl_primitive_desc_destroy(pd);
+}
+
+TEST_F(OpenclDnn, Declines) {
+  // Integer data.
+  const Conv c = {{1, 8, 5, 5}, {8, 8, 3, 3}, {1, 8, 3, 3}, {1, 1}, {0, 0}, {0, 0}, {0, 0}, dnnl_nchw};
+  const dnnl_memory_desc_t s = md(c.src, dnnl_nhwc, dnnl_u8), w = md(c.wei, dnnl_format_tag_any, dnnl_s8),
+                           d = md(c.dst, dnnl_nhwc, dnnl_s32);
+  dnnl_convolution_desc_t cd{};
+  ASSERT_EQ(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &s, &w,
+                                               nullptr, &d, c.s.data(), c.pl.data(), c.pr.data()),
+            dnnl_success);
+  dnnl_primitive_desc_t integer = pd_of(&cd);
+  Args integer_args = make_args(integer, {DNNL_ARG_DST}, 1);
+  EXPECT_EQ(run_on(*backend_, integer, integer_args), Reason::dtype_unsupported);
+  dnnl_primitive_desc_destroy(integer);
+
+  // Attributes on a backward pass; a u8 workspace for a window of 289 positions; a fused-ReLU
+  // workspace of fewer bits than elements. Nothing may be written.
+  dnnl_primitive_desc_t bwd = conv_pd(c, dnnl_backward_data);
+  Args args = make_args(bwd, {DNNL_ARG_DIFF_SRC}, 1);
+  const std::vector<unsigned char> before = args[DNNL_ARG_DIFF_SRC]->bytes;
+  EXPECT_EQ(run_on(*backend_, bwd, args, [](ir::Desc& x) { x.output_scale = 2; }), Reason::attr_unsupported);
+  EXPECT_EQ(args[DNNL_ARG_DIFF_SRC]->bytes, before);
+  dnnl_primitive_desc_destroy(bwd);
+
+  const dnnl_memory_desc_t ps = md({1, 4, 21, 21}, dnnl_nchw), pdst = md({1, 4, 3, 3}, dnnl_nchw);
+  const dnnl_dims_t st = {2, 2}, ks = {17, 17}, dil = {0, 0}, zero = {0, 0};
+  dnnl_pooling_v2_desc_t pool{};
+  ASSERT_EQ(dnnl_pooling_v2_forward_desc_init(&pool, dnnl_forward_training, dnnl_pooling_max, &ps, &pdst, st,
+                                              ks, dil, zero, zero),
+            dnnl_success);
+  dnnl_primitive_desc_t ppd = pd_of(&pool);
+  Args pargs = make_args(ppd, {DNNL_ARG_DST, DNNL_ARG_WORKSPACE}, 1);
+  EXPECT_EQ(
+      run_on(*backend_, ppd, pargs,
+             [](ir::Desc& x) { x.tensors[x.find(ir::Arg::workspace)].desc.dtype = capture::DType::u8; }),
+      Reason::workspace_unsupported);
+  dnnl_primitive_desc_destroy(ppd);
+
+  const dnnl_memory_desc_t bm = md({2, 4, 4, 4}, dnnl_nchw);
+  dnnl_batch_normalization_desc_t bn{};
+  ASSERT_EQ(
+      dnnl_batch_normalization_forward_desc_init(&bn, dnnl_forward_training, &bm, 1e-3f, dnnl_fuse_norm_relu),
+      dnnl_success);
+  dnnl_primitive_desc_t bpd = pd_of(&bn);
+  Args bargs = make_args(bpd, {DNNL_ARG_DST, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE, DNNL_ARG_WORKSPACE}, 1);
+  EXPECT_EQ(run_on(*backend_, bpd, bargs,
+                   [](ir::Desc& x) {
+                     ir::TensorDesc& ws = x.tensors[x.find(ir::Arg::workspace)].desc;
+                     ws.layout = ir::Layout{};
+                     ws.layout.ndims = 1;
+                     ws.layout.dims[0] = ws.layout.padded[0] = ws.bytes = 15;
+                     ws.layout.strides[0] = 1;
+                   }),
+            Reason::workspace_unsupported);  // 128 elements need 16 bytes
+  dnnl_primitive_desc_destroy(bpd);
+
+  // Layer normalization is not implemented here.
+  const dnnl_memory_desc_t lm = md({4, 10}, dnnl_ab), stat = md({4}, dnnl_a);
+  dnnl_layer_normalization_desc_t ln{};
+  ASSERT_EQ(dnnl_layer_normalization_forward_desc_init(&ln, dnnl_forward_inference, &lm, &stat, 1e-4f, 0),
+            dnnl_success);
+  dnnl_primitive_desc_t lpd = pd_of(&ln);
+  Args largs = make_args(lpd, {DNNL_ARG_DST}, 1);
+  EXPECT_EQ(run_on(*backend_, lpd, largs), Reason::op_unsupported);
+  dnnl_primitive_desc_destroy(lpd);
+}
+
+// SOL_TEST_WRONG_KERNEL=convolution, read when a backend initialises: its convolutions' first
+// output element is off by exactly 1, everything else as without the switch.
+TEST_F(OpenclDnn, WrongKernelSwitchBreaksConvolutionsOnly) {
+  ASSERT_EQ(setenv("SOL_TEST_WRONG_KERNEL", "convolution", 1), 0);
+  auto wrong = backends::opencl::create();
+  std::string why;
+  const bool ok = wrong->init(test_config(make_temp_dir()), why);
+  unsetenv("SOL_TEST_WRONG_KERNEL");
+  ASSERT_TRUE(ok) << why;
+
+  dnnl_primitive_desc_t pd = conv_pd(kDepthwise, dnnl_forward_training);
+  Args good = make_args(pd, {DNNL_ARG_DST}, 17);
+  Args bad = copy_args(good);
+  ASSERT_EQ(run_on(*backend_, pd, good), Reason::ok);
+  ASSERT_EQ(run_on(*wrong, pd, bad), Reason::ok);
+  const float* g = good[DNNL_ARG_DST]->f32();
+  const float* b = bad[DNNL_ARG_DST]->f32();
+  EXPECT_FLOAT_EQ(b[0], g[0] + 1);
+  EXPECT_EQ(std::memcmp(g + 1, b + 1, good[DNNL_ARG_DST]->size() - 4), 0);
+  dnnl_primitive_desc_destroy(pd);
+
+  Conv deconv = kDeconv3d;
+  dnnl_primitive_desc_t dpd = conv_pd(deconv, dnnl_forward_training);
+  Args dgood = make_args(dpd, {DNNL_ARG_DST}, 19);
+  Args dbad = copy_args(dgood);
+  ASSERT_EQ(run_on(*backend_, dpd, dgood), Reason::ok);
+  ASSERT_EQ(run_on(*wrong, dpd, dbad), Reason::ok);
+  EXPECT_EQ(dgood[DNNL_ARG_DST]->bytes, dbad[DNNL_ARG_DST]->bytes);
+  dnnl_primitive_desc_destroy(dpd);
+}
+
+}  // namespace
+}  // namespace sol::test
