@@ -8,7 +8,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/log.hpp"
 #include "common/native.hpp"
 #include "interpose/dnnl/detail.hpp"
 
@@ -66,22 +65,16 @@ void execute(Node& node, NativeFn native) noexcept {
   exec.info = find(node.dnnl.primitive);
   capture::dnn::Call call;
   if (exec.info && exec.info->node) {
+    // A call that cannot be bound is still a node of its kind, for the trace, with no tensors:
+    // the executor runs it natively and says why (SOL_LOG=debug).
     const char* why = nullptr;
-    if (bind_call(exec, call, &why)) {
-      node.op = call.desc->kind;
-      node.dtype = call.desc->dtype;
-      node.dnn = &call;
-    } else {
-      // Still a node of its kind for the trace, with no tensors: it runs natively.
+    if (!bind_call(exec, call, &why)) {
       call.desc = exec.info->node.get();
       call.unbound = why;
-      node.op = call.desc->kind;
-      node.dtype = call.desc->dtype;
-      node.dnn = &call;
-      if (log::enabled(log::Level::debug))
-        log::once(log::Level::debug, std::string("dnnl-unbound:") + exec.info->kind + ":" + why,
-                  "%s %s: %s; it runs natively", exec.info->kind.c_str(), exec.info->shape.c_str(), why);
     }
+    node.op = call.desc->kind;
+    node.dtype = call.desc->dtype;
+    node.dnn = &call;
   }
   capture::submit(node, native);
 }
