@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/opencl/transfer.hpp"
+#include "capture/dnn/validate.hpp"
 #include "capture/ir/dnn.hpp"
 #include "common/log.hpp"
 
@@ -19,6 +20,10 @@ namespace {
 using capture::DType;
 using capture::Op;
 using capture::dnn::Alg;
+using capture::dnn::broadcasts_to;
+using capture::dnn::is_binary;
+using capture::dnn::is_eltwise;
+using capture::dnn::uses_dst;
 using capture::dnn::Arg;
 using capture::dnn::Call;
 using capture::dnn::Desc;
@@ -123,15 +128,6 @@ bool covers(const TensorDesc& t) {
 
 // ------------------------------------------------------------------------------ alg families
 
-bool is_eltwise(Alg a) {
-  return a >= Alg::relu && a <= Alg::clip_v2_dst;
-}
-bool uses_dst(Alg a) {
-  return a >= Alg::relu_dst && a <= Alg::clip_v2_dst;
-}
-bool is_binary(Alg a) {
-  return a >= Alg::add && a <= Alg::ne;
-}
 bool forward(const Desc& d) {
   return d.prop == Prop::forward_training || d.prop == Prop::forward_inference;
 }
@@ -139,12 +135,6 @@ bool same_dims(const TensorDesc& a, const TensorDesc& b) {
   if (a.layout.ndims != b.layout.ndims) return false;
   for (int d = 0; d < a.layout.ndims; ++d)
     if (a.layout.dims[d] != b.layout.dims[d]) return false;
-  return true;
-}
-bool broadcasts_to(const TensorDesc& b, const TensorDesc& a) {
-  if (a.layout.ndims != b.layout.ndims) return false;
-  for (int d = 0; d < a.layout.ndims; ++d)
-    if (b.layout.dims[d] != a.layout.dims[d] && b.layout.dims[d] != 1) return false;
   return true;
 }
 int count_sources(const Desc& d) {
@@ -306,29 +296,8 @@ bool has_attributes(const Desc& d) {
 
 Reason check_attributes(const Desc& d) {
   if (!has_attributes(d)) return Reason::ok;
-  if (!takes_attributes(d) || d.npost_ops < 0 || d.npost_ops > capture::dnn::kMaxPostOps)
-    return Reason::attr_unsupported;
-  const TensorDesc* dst = d.desc(Arg::dst);
-  if (!dst) return Reason::desc_invalid;
-  for (int p = 0; p < d.npost_ops; ++p) {
-    const PostOp& po = d.post_ops[p];
-    switch (po.kind) {
-      case PostOp::Kind::sum:
-        if (po.sum_dtype != DType::none && po.sum_dtype != dst->dtype) return Reason::attr_unsupported;
-        break;
-      case PostOp::Kind::eltwise:
-        if (!is_eltwise(po.alg)) return Reason::attr_unsupported;
-        break;
-      case PostOp::Kind::binary: {
-        const TensorDesc* src = d.desc(Arg::post_op_src, p);
-        if (!is_binary(po.alg) || !src) return Reason::attr_unsupported;
-        if (!broadcasts_to(*src, *dst)) return Reason::desc_invalid;
-        break;
-      }
-      default: return Reason::attr_unsupported;
-    }
-  }
-  return Reason::ok;
+  if (!takes_attributes(d)) return Reason::attr_unsupported;
+  return capture::dnn::check_post_ops(d);
 }
 
 Reason check_conv(const Desc& d) {

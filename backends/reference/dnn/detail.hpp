@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "capture/dnn/validate.hpp"
 #include "capture/ir/dnn.hpp"
 #include "hal/backend.hpp"
 
@@ -15,6 +16,10 @@ namespace sol::backends::reference::dnn {
 using capture::DType;
 using capture::Op;
 using capture::dnn::Alg;
+using capture::dnn::broadcasts_to;  // and the other checks every backend shares (capture/dnn/validate.hpp)
+using capture::dnn::is_binary;
+using capture::dnn::is_eltwise;
+using capture::dnn::uses_dst;
 using capture::dnn::Arg;
 using capture::dnn::Call;
 using capture::dnn::Desc;
@@ -68,19 +73,14 @@ extern template void scatter<float>(const Call&, Arg, const float*, const Epilog
 extern template void scatter<double>(const Call&, Arg, const double*, const Epilogue*) noexcept;
 
 // Eltwise math, exactly oneDNN 2.6's (src/common/math_utils.hpp), in float.
-bool is_eltwise(Alg a) noexcept;   // an eltwise algorithm (the *_dst ones included)
-bool uses_dst(Alg a) noexcept;     // a *_dst algorithm: backward reads dst
 bool has_backward(Alg a) noexcept;  // oneDNN defines a backward pass (round has none)
 float eltwise_fwd(Alg a, float s, float alpha, float beta) noexcept;
 // diff_src from diff_dst `dd` and `x`, which is src, or dst for the *_dst algorithms.
 float eltwise_bwd(Alg a, float dd, float x, float alpha, float beta) noexcept;
-bool is_binary(Alg a) noexcept;
 float binary_op(Alg a, float x, float y) noexcept;
 
 // Helpers for checks.
 bool same_dims(const TensorDesc& a, const TensorDesc& b) noexcept;
-// Whether `b` broadcasts to `a`: same ndims, each dim equal or 1.
-bool broadcasts_to(const TensorDesc& b, const TensorDesc& a) noexcept;
 
 // The kind families. *_check: Reason::ok or why not (after dnn.cpp's generic checks: tensors
 // addressable, dtypes f32/bf16, post-ops well formed). *_run: computes; may throw std::bad_alloc

@@ -86,29 +86,8 @@ bool takes_attributes(const Desc& d) {
 
 Reason check_attributes(const Desc& d) {
   if (d.output_scale == 1 && d.npost_ops == 0) return Reason::ok;
-  if (!takes_attributes(d) || d.npost_ops < 0 || d.npost_ops > capture::dnn::kMaxPostOps)
-    return Reason::attr_unsupported;
-  const TensorDesc* dst = d.desc(Arg::dst);
-  if (!dst) return Reason::desc_invalid;
-  for (int p = 0; p < d.npost_ops; ++p) {
-    const PostOp& po = d.post_ops[p];
-    switch (po.kind) {
-      case PostOp::Kind::sum:
-        if (po.sum_dtype != DType::none && po.sum_dtype != dst->dtype) return Reason::attr_unsupported;
-        break;
-      case PostOp::Kind::eltwise:
-        if (!is_eltwise(po.alg)) return Reason::attr_unsupported;
-        break;
-      case PostOp::Kind::binary: {
-        const TensorDesc* src = d.desc(Arg::post_op_src, p);
-        if (!is_binary(po.alg) || !src) return Reason::attr_unsupported;
-        if (!broadcasts_to(*src, *dst)) return Reason::desc_invalid;
-        break;
-      }
-      default: return Reason::attr_unsupported;
-    }
-  }
-  return Reason::ok;
+  if (!takes_attributes(d)) return Reason::attr_unsupported;
+  return capture::dnn::check_post_ops(d);
 }
 
 Reason check(const capture::Node& node) {

@@ -51,12 +51,6 @@ Alg base(Alg a) noexcept {
 
 }  // namespace
 
-bool is_eltwise(Alg a) noexcept {
-  return a >= Alg::relu && a <= Alg::clip_v2_dst;
-}
-bool uses_dst(Alg a) noexcept {
-  return a >= Alg::relu_dst && a <= Alg::clip_v2_dst;
-}
 bool has_backward(Alg a) noexcept {
   return is_eltwise(a) && a != Alg::round;
 }
@@ -146,10 +140,6 @@ float eltwise_bwd(Alg a, float dd, float x, float alpha, float beta) noexcept {
     case Alg::hardswish: return s < 3.f ? (s > -3.f ? dd * (2 * s + 3.f) / 6.f : 0.f) : dd;
     default: return 0;  // excluded by the checks
   }
-}
-
-bool is_binary(Alg a) noexcept {
-  return a >= Alg::add && a <= Alg::ne;
 }
 
 float binary_op(Alg a, float x, float y) noexcept {

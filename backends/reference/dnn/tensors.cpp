@@ -150,11 +150,4 @@ bool same_dims(const TensorDesc& a, const TensorDesc& b) noexcept {
   return true;
 }
 
-bool broadcasts_to(const TensorDesc& b, const TensorDesc& a) noexcept {
-  if (a.layout.ndims != b.layout.ndims) return false;
-  for (int d = 0; d < a.layout.ndims; ++d)
-    if (b.layout.dims[d] != a.layout.dims[d] && b.layout.dims[d] != 1) return false;
-  return true;
-}
-
 }  // namespace sol::backends::reference::dnn

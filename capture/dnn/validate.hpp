@@ -1,0 +1,24 @@
+// Checks of a DNN node that every backend makes the same way: algorithm families, broadcasting,
+// and the post-ops of a node whose kind takes them. Which kinds take attributes is each
+// backend's own capability and stays there.
+#pragma once
+
+#include "capture/ir/dnn.hpp"
+#include "hal/backend.hpp"
+
+namespace sol::capture::dnn {
+
+// An eltwise algorithm (the *_dst ones included), and those whose backward pass reads dst.
+bool is_eltwise(Alg a) noexcept;
+bool uses_dst(Alg a) noexcept;
+bool is_binary(Alg a) noexcept;
+
+// Whether `b` broadcasts to `a` numpy-style: same rank, each dim equal or 1.
+bool broadcasts_to(const TensorDesc& b, const TensorDesc& a) noexcept;
+
+// The output scale and post-ops of a node whose kind takes them: a dst to apply them to, sum
+// post-ops reading dst's own type, known eltwise and binary algorithms, binary sources that
+// broadcast to dst. attr_unsupported or desc_invalid, else ok.
+hal::Reason check_post_ops(const Desc& d) noexcept;
+
+}  // namespace sol::capture::dnn
