@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   # build
   cmake ninja-build g++ pkg-config python3 binutils
-  libtomlplusplus-dev nlohmann-json3-dev libunwind-dev
+  libtomlplusplus-dev nlohmann-json3-dev libunwind-dev libcli11-dev
   # the libraries SOL intercepts and the backends it drives
   libblas-dev libopenblas-dev libdnnl-dev
   ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd clinfo

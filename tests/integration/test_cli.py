@@ -1,5 +1,7 @@
-"""The sol command: sol run sets up the environment and preload; its errors are clear."""
+"""The sol command: sol run sets up the environment and preload; every command has the same --help
+and the same kind of errors."""
 import os
+import re
 
 from conftest import PROGRAMS, SOL, run, sol_lines
 
@@ -30,13 +32,63 @@ def test_run_errors():
     cases = [
         (["run", "--backend", "cuda", "--", "true"], 2, "unknown backend 'cuda'"),
         (["run", "--frobnicate", "--", "true"], 2, "unknown option '--frobnicate'"),
-        (["run", "--"], 2, "no command given"),
+        (["run", "--"], 2, "CMD is required"),
         (["run", "--config", "/nonexistent.toml", "--", "true"], 2, "/nonexistent.toml"),
         (["run", "--", "/nonexistent/program"], 127, "cannot run '/nonexistent/program'"),
         (["frobnicate"], 2, "unknown command 'frobnicate'"),
+        ([], 2, "no command given"),
     ]
     for args, status, message in cases:
         r = run([SOL] + args, preload=False)
         assert r.returncode == status, (args, r.returncode, r.stderr)
         lines = sol_lines(r.stderr)
         assert len(lines) == 1 and message in lines[0], (args, r.stderr)
+
+
+def test_run_passes_the_command_on_untouched():
+    # Words that CLI11 would read as options, the end of options or a list, after "--" and without it.
+    words = ["--help", "--", "--trace", "-x", "[a,b]", "{}", "%%", "run"]
+    for head in (["--"], []):
+        r = run([SOL, "run", *head, "printf", r"%s\n", *words], preload=False)
+        assert (r.returncode, r.stdout.splitlines()) == (0, words), (head, r.stderr)
+
+
+COMMANDS = ["run", "config", "report", "diff", "backends"]
+
+
+def test_every_command_has_help():
+    top = run([SOL, "--help"], preload=False)
+    assert top.returncode == 0 and top.stdout.startswith("usage: sol ") and top.stderr == ""
+    for command in COMMANDS:
+        assert re.search(r"^  %s +\S" % command, top.stdout, re.M), (command, top.stdout)
+        for flag in ("--help", "-h"):
+            r = run([SOL, command, flag], preload=False)
+            assert (r.returncode, r.stderr) == (0, ""), (command, r.stderr)
+            assert r.stdout.startswith("usage: sol %s " % command), r.stdout
+
+
+def test_version():
+    r = run([SOL, "--version"], preload=False)
+    assert r.returncode == 0 and re.fullmatch(r"sol \d+\.\d+\.\d+\n", r.stdout), r.stdout
+
+
+def test_usage_errors_are_one_line_and_status_2():
+    cases = [(["--frobnicate"], "sol: unknown option '--frobnicate'")]
+    cases += [([c, "--frobnicate"], "sol: %s: unknown option '--frobnicate'" % c) for c in COMMANDS]
+    cases += [
+        (["reprot"], "sol: unknown command 'reprot' (did you mean 'report'?)"),
+        (["run", "--trce", "--", "true"], "sol: run: unknown option '--trce' (did you mean '--trace'?)"),
+        (["config", "--kyes"], "sol: config: unknown option '--kyes' (did you mean '--keys'?)"),
+        (["report", "x", "--fromat=json"], "sol: report: unknown option '--fromat' (did you mean '--format'?)"),
+        (["report", "x", "--format", "jsn"], "(did you mean 'json'?)"),
+        (["run", "--backend", "opencll", "--", "true"], "(did you mean 'opencl'?)"),
+        (["report"], "sol: report: PATH is required"),
+        (["report", "a", "b"], "sol: report: unexpected argument 'b'"),
+        (["diff", "a"], "sol: diff: B is required"),
+        (["backends", "x"], "sol: backends: unexpected argument 'x'"),
+    ]
+    for args, message in cases:
+        r = run([SOL] + args, preload=False)
+        assert (r.returncode, r.stdout) == (2, ""), (args, r.returncode, r.stderr)
+        lines = r.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("sol: ") and message in lines[0], (args, r.stderr)

@@ -187,8 +187,7 @@ std::string system_library(const char* soname, const char* marker) {
 
 }  // namespace
 
-int cmd_backends(const Args& args) {
-  for (const auto& a : args) return fail(2, "backends: unknown option '" + a + "'");
+int cmd_backends(const BackendsOptions&) {
   const config::Config cfg = config::load();
   for (const auto& p : cfg.problems) std::fprintf(stderr, "sol: %s\n", p.c_str());
   hal::Registry registry(cfg);

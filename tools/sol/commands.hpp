@@ -1,18 +1,60 @@
-// The verbs of the sol command. Each takes the arguments after the verb and returns the exit status.
+// The commands of the sol tool. main.cpp parses the command line (CLI11) into a command's
+// options struct, checking every value it can; cmd_* then does the work and returns the exit
+// status.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace sol::tools {
 
-using Args = std::vector<std::string>;
+// sol run [options] [--] CMD ARGS...
+struct RunOptions {
+  std::string backend;               // SOL_BACKEND, a valid backend list; "": leave it as it is
+  bool trace = false;                // SOL_TRACE=1
+  std::string trace_dir;             // SOL_TRACE_DIR, implies trace; "": leave it as it is
+  bool verify = false;               // SOL_VERIFY=1
+  std::string config;                // SOL_CONFIG, a readable file; "": leave it as it is
+  std::vector<std::string> command;  // the program and its arguments, as given; not empty
+};
 
-int cmd_run(const Args& args);
-int cmd_config(const Args& args);
-int cmd_report(const Args& args);
-int cmd_diff(const Args& args);
-int cmd_backends(const Args& args);
+// sol config [--keys]
+struct ConfigOptions {
+  bool keys = false;  // every key with its environment variable, type and default, not the values
+};
+
+enum class Format { text, json, csv };
+
+// What sol report and sol diff share: how their tables are printed.
+struct TableOptions {
+  size_t top = 0;  // rows per table; 0: the format's default (20 for text, all for json and csv)
+  Format format = Format::text;
+
+  size_t limit() const { return top != 0 ? top : format == Format::text ? 20 : SIZE_MAX; }
+};
+
+// sol report PATH [options]
+struct ReportOptions : TableOptions {
+  std::string path;        // a trace directory or a summary file
+  std::string by = "op";   // op, site or api
+  std::string flamegraph;  // the SVG file to write; "": none
+};
+
+// sol diff A B [options]
+struct DiffOptions : TableOptions {
+  std::string a, b;  // each a trace directory or a summary file
+};
+
+// sol backends: no options yet; the struct keeps every command's signature alike.
+struct BackendsOptions {};
+
+int cmd_run(const RunOptions& options);
+int cmd_config(const ConfigOptions& options);
+int cmd_report(const ReportOptions& options);
+int cmd_diff(const DiffOptions& options);
+int cmd_backends(const BackendsOptions& options);
 
 // Prints "sol: <message>" to stderr; returns `status` for `return fail(2, ...)`.
 int fail(int status, const std::string& message);

@@ -34,11 +34,8 @@ int print_keys() {
 
 }  // namespace
 
-int cmd_config(const Args& args) {
-  for (const auto& a : args) {
-    if (a == "--keys") return print_keys();
-    return fail(2, "config: unknown option '" + a + "'");
-  }
+int cmd_config(const ConfigOptions& o) {
+  if (o.keys) return print_keys();
   const config::Config cfg = config::load();
   for (const auto& p : cfg.problems) std::fprintf(stderr, "sol: %s\n", p.c_str());
 

@@ -38,10 +38,6 @@
 namespace sol::tools {
 namespace {
 
-constexpr const char* kDiffUsage =
-    "usage: sol diff A B [--top N] [--format text|json|csv]\n"
-    "  A and B are each a trace directory or a summary file.\n";
-
 struct Delta {
   uint64_t calls_a = 0, calls_b = 0, ns_a = 0, ns_b = 0;
   int64_t calls_delta() const { return static_cast<int64_t>(calls_b) - static_cast<int64_t>(calls_a); }
@@ -186,18 +182,11 @@ void csv_rows(const char* kind, const Sections<Key>& s, size_t limit, std::vecto
 
 }  // namespace
 
-int cmd_diff(const Args& args) {
-  ReaderOptions o;
+int cmd_diff(const DiffOptions& o) {
   std::string error;
-  if (!parse_reader_options("diff", args, false, o, error)) return fail(2, error);
-  if (o.help) {
-    std::fputs(kDiffUsage, stdout);
-    return 0;
-  }
-  if (o.paths.size() != 2) return fail(2, "diff: needs two inputs, A and B (sol diff A B)");
-  const auto a = load_survey(o.paths[0], error);
+  const auto a = load_survey(o.a, error);
   if (!a) return fail(2, error);
-  const auto b = load_survey(o.paths[1], error);
+  const auto b = load_survey(o.b, error);
   if (!b) return fail(2, error);
   print_warnings(*a);
   print_warnings(*b);

@@ -1,11 +1,24 @@
-// sol: run programs under libsol and inspect its configuration.
+// sol: run programs under libsol; show its configuration, its backends and what traces recorded.
+//
+// The command line is declared here with CLI11: one subcommand per command, its options bound to
+// the fields of that command's options struct (commands.hpp). The command runs once the whole line
+// has parsed, so every command gets the same --help, the same checks and the same errors: one
+// "sol: " line on stderr, with the nearest known word for a misspelt one, and exit status 2.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "config/config.hpp"
 #include "tools/sol/commands.hpp"
 
 namespace sol::tools {
@@ -37,48 +50,256 @@ std::string find_libsol() {
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: sol <command> [options]\n"
-    "\n"
-    "  run [--backend B] [--trace] [--trace-dir D] [--verify] [--config F] -- CMD ARGS...\n"
-    "                 run CMD with libsol preloaded and these options set\n"
-    "  config [--keys]\n"
-    "                 the effective configuration, each value with where it came from;\n"
-    "                 --keys lists every key with its environment variable, type and default\n"
-    "  report PATH [--top N] [--by op|site|api] [--format text|json|csv] [--flamegraph OUT.svg]\n"
-    "                 where the time went in a trace directory (all processes and ranks merged)\n"
-    "                 or a summary file: per op signature, call site or API; an SVG flame graph\n"
-    "  diff A B [--top N] [--format text|json|csv]\n"
-    "                 what two surveys do differently: ops and call sites only in one, and the\n"
-    "                 call and time deltas of the common ones\n"
-    "  backends       each backend: available or why not, what runs the work, which routines\n"
-    "                 it takes\n"
-    "\n"
-    "Environment variables and the TOML file are described in the README and in\n"
-    "sol.example.toml.\n";
+using namespace sol::tools;
+
+std::string join(const std::vector<std::string>& words, const std::string& separator) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : separator) + w;
+  return out;
+}
+
+// " (did you mean 'x'?)" when one of `known` is close enough to `word` to be what was meant.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& known) {
+  const std::string nearest = sol::config::nearest(word, known);
+  return nearest.empty() || nearest == word ? std::string() : " (did you mean '" + nearest + "'?)";
+}
+
+// Checks of option values. CLI11 reports a failed one as "--option: <message>".
+
+const CLI::Validator kNotEmpty([](std::string& v) { return v.empty() ? "must not be empty" : std::string(); },
+                               "");
+
+const CLI::Validator kReadableFile(
+    [](std::string& v) {
+      return ::access(v.c_str(), R_OK) == 0 ? std::string() : v + ": " + std::strerror(errno);
+    },
+    "");
+
+// What SOL_BACKEND takes: a backend or a comma list of them, as libsol itself would read it.
+const CLI::Validator kBackendList(
+    [](std::string& v) {
+      sol::config::Config probe;
+      const std::string problem = sol::config::set_from_text(probe, sol::config::Key::backend, v);
+      return problem.empty() ? problem : "'" + v + "' " + problem;
+    },
+    "");
+
+// A count of at least 1, rewritten in decimal: CLI11 alone would accept "-1" as a huge unsigned
+// number and read "010" as octal.
+const CLI::Validator kPositiveCount(
+    [](std::string& v) {
+      const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+      errno = 0;
+      const unsigned long long n = digits ? std::strtoull(v.c_str(), nullptr, 10) : 0;
+      if (n == 0 || errno == ERANGE) return "'" + v + "' is not a positive number";
+      v = std::to_string(n);
+      return std::string();
+    },
+    "");
+
+CLI::Validator one_of(const std::vector<std::string>& names) {
+  return CLI::Validator(
+      [names](std::string& v) {
+        for (const auto& n : names)
+          if (v == n) return std::string();
+        return "'" + v + "' is not one of " + join(names, ", ") + did_you_mean(v, names);
+      },
+      "");
+}
+
+// An option whose value is one of the names in `choices`, each standing for a value of `out`:
+// the help lists the names, a wrong one is reported with them and the nearest.
+template <typename T>
+CLI::Option* add_choice(CLI::App* cmd, const std::string& name, T& out,
+                        const std::vector<std::pair<std::string, T>>& choices, const std::string& help) {
+  std::vector<std::string> names;
+  for (const auto& c : choices) names.push_back(c.first);
+  return cmd
+      ->add_option_function<std::string>(
+          name,
+          [&out, choices](const std::string& v) {
+            for (const auto& [n, value] : choices)
+              if (v == n) out = value;
+          },
+          help)
+      ->check(one_of(names))
+      ->type_name(join(names, "|"));
+}
+
+// --top and --format, which report and diff share.
+void add_table_options(CLI::App* cmd, TableOptions& o) {
+  cmd->add_option("--top", o.top, "rows per table (default: 20 in text, all in json and csv)")
+      ->transform(kPositiveCount)
+      ->type_name("N");
+  add_choice(cmd, "--format", o.format,
+             {{"text", Format::text}, {"json", Format::json}, {"csv", Format::csv}},
+             "text for people (the default), json or csv for programs");
+}
+
+// The help with the usage line first, as usual for Unix commands.
+class Help : public CLI::Formatter {
+ public:
+  Help() {
+    label("Usage", "usage");
+    label("SUBCOMMAND", "COMMAND");
+    column_width(26);
+  }
+
+  std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override {
+    if (mode == CLI::AppFormatMode::Sub) return make_expanded(app);
+    return make_usage(app, name) + "\n" + make_description(app) + make_positionals(app) +
+           make_groups(app, mode) + make_subcommands(app, mode) + "\n" + make_footer(app);
+  }
+
+  // Positionals are all required words, which their names and the usage line describe.
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    return opt->get_positional() ? std::string() : CLI::Formatter::make_option_opts(opt);
+  }
+};
+
+// "usage: sol report [OPTIONS] PATH": the first line of the command's help.
+std::string usage(const CLI::App& cmd) {
+  const std::string help = cmd.get_parent() ? cmd.help(cmd.get_parent()->get_name()) : cmd.help();
+  return help.substr(0, help.find('\n'));
+}
+
+// A word CLI11 could not place: "unknown option '--trce' (did you mean '--trace'?)", "unknown
+// command 'reprot' (did you mean 'report'?)", "unexpected argument 'b' (usage: ...)".
+std::string unplaced(const CLI::App& cmd, const std::string& word) {
+  if (word.size() > 1 && word[0] == '-') {
+    const std::string name = word.substr(0, word.find('='));
+    std::vector<std::string> known;
+    for (const CLI::Option* o : cmd.get_options()) {
+      for (const auto& n : o->get_lnames()) known.push_back("--" + n);
+      for (const auto& n : o->get_snames()) known.push_back("-" + n);
+    }
+    return "unknown option '" + name + "'" + did_you_mean(name, known);
+  }
+  if (!cmd.get_parent()) {
+    std::vector<std::string> known;
+    for (const CLI::App* c : cmd.get_subcommands({})) known.push_back(c->get_name());
+    return "unknown command '" + word + "'" + did_you_mean(word, known);
+  }
+  return "unexpected argument '" + word + "' (" + usage(cmd) + ")";
+}
+
+// A usage error as one "sol: " line that names the command. A word CLI11 could not place is
+// reported first, whatever CLI11 threw: a misspelt option is why an argument went missing.
+std::string failure_message(const CLI::App* app, const CLI::Error& e) {
+  std::string where = "sol: ";
+  const CLI::App* cmd = app;
+  while (true) {
+    std::vector<std::string> left = cmd->remaining();
+    std::erase(left, "--");  // kept there as the end of options, which is no error
+    if (!left.empty()) return where + unplaced(*cmd, left.front()) + "\n";
+    if (cmd->get_subcommands().empty()) break;
+    cmd = cmd->get_subcommands().back();
+    where += cmd->get_name() + ": ";
+  }
+  if (cmd == app) {
+    std::vector<std::string> names;
+    for (const CLI::App* c : app->get_subcommands({})) names.push_back(c->get_name());
+    return "sol: no command given: one of " + join(names, ", ") + " (sol --help says more)\n";
+  }
+  std::string message = where + e.what();
+  if (dynamic_cast<const CLI::RequiredError*>(&e)) message += " (" + usage(*cmd) + ")";
+  return message + "\n";
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace sol::tools;
-  if (argc < 2) {
-    std::fputs(kUsage, stderr);
-    return 2;
+  CLI::App app("Runs programs under libsol; shows its configuration, its backends and what traces recorded.",
+               "sol");
+  // Subcommands inherit these when they are added.
+  app.formatter(std::make_shared<Help>());
+  app.failure_message(failure_message);
+  app.set_help_flag("-h,--help", "print this help and exit");
+  app.set_version_flag("--version", "sol " SOL_VERSION, "print the version and exit");
+  app.require_subcommand(1);
+
+  int status = 0;
+  // Adds a command; once the line has parsed, `work` runs it and main returns its exit status.
+  const auto command = [&](const char* name, const char* about, std::function<int()> work) {
+    CLI::App* cmd = app.add_subcommand(name, about)->group("Commands");
+    cmd->callback([&status, work] { status = work(); });
+    return cmd;
+  };
+
+  RunOptions run;
+  CLI::App* run_cmd =
+      command("run", "run CMD with libsol preloaded and these options set; exit with its status",
+              [&] { return cmd_run(run); });
+  run_cmd
+      ->add_option("--backend", run.backend,
+                   "auto, native, reference, openblas, onednn, opencl or a comma list (SOL_BACKEND)")
+      ->check(kBackendList)
+      ->type_name("B");
+  run_cmd->add_flag("--trace", run.trace,
+                    "record every intercepted call into the trace directory (SOL_TRACE)");
+  run_cmd->add_option("--trace-dir", run.trace_dir, "where trace files go (SOL_TRACE_DIR); implies --trace")
+      ->check(kNotEmpty)
+      ->type_name("D");
+  run_cmd->add_flag("--verify", run.verify,
+                    "also run redirected calls on native and compare results (SOL_VERIFY)");
+  run_cmd->add_option("--config", run.config, "the TOML file to read (SOL_CONFIG)")
+      ->check(kReadableFile)
+      ->type_name("F");
+  // Every word from the first that is not one of the options above (or from after "--") is the
+  // program's, untouched. The option takes as many words as there can be, without allowing
+  // "extra" ones: CLI11 splits a word like "[a,b]" given to an option that allows them.
+  constexpr int kAll = CLI::detail::expected_max_vector_size;
+  run_cmd
+      ->add_option("CMD", run.command,
+                   "the program and its arguments: all from here on (or after --), as given")
+      ->required()
+      ->expected(kAll, kAll)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  run_cmd->positionals_at_end();
+
+  ConfigOptions config;
+  CLI::App* config_cmd = command("config", "the effective configuration, each value with where it came from",
+                                 [&] { return cmd_config(config); });
+  config_cmd->add_flag("--keys", config.keys,
+                       "list every key: TOML name, environment variable, type, default");
+
+  ReportOptions report;
+  CLI::App* report_cmd = command("report", "where the traced time went: per op signature, call site or API",
+                                 [&] { return cmd_report(report); });
+  report_cmd->footer(
+      "A trace directory's processes and ranks are merged. To compare two traces: sol diff A B.");
+  report_cmd->add_option("PATH", report.path, "a trace directory or a summary file")->required();
+  add_table_options(report_cmd, report);
+  add_choice(report_cmd, "--by", report.by, {{"op", "op"}, {"site", "site"}, {"api", "api"}},
+             "rows per op signature (the default), call site or API");
+  report_cmd
+      ->add_option("--flamegraph", report.flamegraph, "also write an SVG flame graph of the calls to OUT")
+      ->check(kNotEmpty)
+      ->type_name("OUT.svg");
+
+  DiffOptions diff;
+  CLI::App* diff_cmd =
+      command("diff", "what two surveys do differently: ops and call sites only in one, deltas of the rest",
+              [&] { return cmd_diff(diff); });
+  diff_cmd->add_option("A", diff.a, "a trace directory or a summary file")->required();
+  diff_cmd->add_option("B", diff.b, "the same, to compare with A")->required();
+  add_table_options(diff_cmd, diff);
+
+  BackendsOptions backends;
+  command("backends", "each backend: available or why not, what runs the work, which routines it takes",
+          [&] { return cmd_backends(backends); });
+
+  // Set last, so that the commands do not inherit it.
+  app.footer(
+      "'sol COMMAND --help' describes a command. Environment variables and the TOML file are described\n"
+      "in the README and in sol.example.toml.");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Help and version exit 0; every usage error 2, whatever CLI11's code for it.
+    return app.exit(e) == 0 ? 0 : 2;
   }
-  const std::string verb = argv[1];
-  Args args(argv + 2, argv + argc);
-  if (verb == "-h" || verb == "--help" || verb == "help") {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  if (verb == "--version") {
-    std::printf("sol %s\n", SOL_VERSION);
-    return 0;
-  }
-  if (verb == "run") return cmd_run(args);
-  if (verb == "config") return cmd_config(args);
-  if (verb == "report") return cmd_report(args);
-  if (verb == "backends") return cmd_backends(args);
-  if (verb == "diff") return cmd_diff(args);
-  return fail(2, "unknown command '" + verb + "' (try: sol --help)");
+  return status;
 }

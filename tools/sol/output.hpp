@@ -1,4 +1,4 @@
-// What `sol report` and `sol diff` share: their options, number formats and output writers.
+// What `sol report` and `sol diff` share: number formats and output writers.
 #pragma once
 
 #include <cstdint>
@@ -8,31 +8,12 @@
 #include <vector>
 
 #include "common/human.hpp"
-#include "tools/sol/commands.hpp"
 #include "tools/sol/survey.hpp"
 
 namespace sol::tools {
 
 // Rows keep their keys in the order they were added: those are the CSV columns.
 using Row = nlohmann::ordered_json;
-
-enum class Format { text, json, csv };
-
-struct ReaderOptions {
-  std::vector<std::string> paths;
-  size_t top = 0;  // 0: the format's default (20 rows for text, all for json and csv)
-  Format format = Format::text;
-  std::string by = "op";
-  std::string flamegraph;
-  bool help = false;
-
-  size_t limit() const { return top != 0 ? top : format == Format::text ? 20 : SIZE_MAX; }
-};
-
-// Parses `args` of `verb`; `with_by_and_flamegraph` admits --by and --flamegraph (report only).
-// On a bad argument returns false with `error` set.
-bool parse_reader_options(const std::string& verb, const Args& args, bool with_by_and_flamegraph,
-                          ReaderOptions& out, std::string& error);
 
 // "825.0 us", "51.23 ms", "2.513 s".
 using sol::human_ns;  // common/human.hpp

@@ -43,10 +43,6 @@
 namespace sol::tools {
 namespace {
 
-constexpr const char* kReportUsage =
-    "usage: sol report PATH [--top N] [--by op|site|api] [--format text|json|csv] [--flamegraph OUT.svg]\n"
-    "  PATH is a trace directory (all its processes and ranks merged) or a summary file.\n";
-
 uint64_t mean_ns(uint64_t total_ns, uint64_t calls) {
   return calls == 0 ? 0 : static_cast<uint64_t>(std::llround(static_cast<double>(total_ns) / calls));
 }
@@ -203,7 +199,7 @@ std::vector<std::string> View::text_cells(const Row& r) const {
   return c;
 }
 
-void print_text(const Survey& s, View& view, const ReaderOptions& o) {
+void print_text(const Survey& s, View& view, const ReportOptions& o) {
   std::printf("sol report: %s: %s\n", s.path.c_str(), survey_line(s).c_str());
   const size_t shown = std::min(view.rows.size(), o.limit());
   if (view.rows.empty()) {
@@ -226,18 +222,9 @@ void print_text(const Survey& s, View& view, const ReaderOptions& o) {
 
 }  // namespace
 
-int cmd_report(const Args& args) {
-  ReaderOptions o;
+int cmd_report(const ReportOptions& o) {
   std::string error;
-  if (!parse_reader_options("report", args, true, o, error)) return fail(2, error);
-  if (o.help) {
-    std::fputs(kReportUsage, stdout);
-    return 0;
-  }
-  if (o.paths.size() != 1)
-    return fail(2, o.paths.empty() ? "report: no trace directory or summary file given (sol report PATH)"
-                                   : "report: one PATH only (to compare two, use sol diff A B)");
-  const auto survey = load_survey(o.paths[0], error);
+  const auto survey = load_survey(o.path, error);
   if (!survey) return fail(2, error);
   print_warnings(*survey);
 

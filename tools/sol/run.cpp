@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
-#include "config/config.hpp"
 #include "tools/sol/commands.hpp"
 
 namespace sol::tools {
@@ -31,64 +31,24 @@ std::string preload_with(const std::string& lib) {
 
 }  // namespace
 
-int cmd_run(const Args& args) {
-  size_t i = 0;
-  auto value = [&](const std::string& opt, std::string& out) -> bool {
-    const std::string& a = args[i];
-    if (a.size() > opt.size() && a.compare(0, opt.size() + 1, opt + "=") == 0) {
-      out = a.substr(opt.size() + 1);
-      return true;
-    }
-    if (a != opt) return false;
-    if (i + 1 >= args.size()) {
-      out.clear();
-      return true;
-    }
-    out = args[++i];
-    return true;
-  };
-
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    std::string v;
-    if (a == "--") {
-      ++i;
-      break;
-    } else if (value("--backend", v)) {
-      config::Config probe;
-      const std::string problem = config::set_from_text(probe, config::Key::backend, v);
-      if (!problem.empty()) return fail(2, "--backend '" + v + "' " + problem);
-      ::setenv("SOL_BACKEND", v.c_str(), 1);
-    } else if (a == "--trace") {
-      ::setenv("SOL_TRACE", "1", 1);
-    } else if (value("--trace-dir", v)) {
-      if (v.empty()) return fail(2, "--trace-dir needs a directory");
-      ::setenv("SOL_TRACE_DIR", v.c_str(), 1);
-      ::setenv("SOL_TRACE", "1", 1);  // a trace directory without tracing would be surprising
-    } else if (a == "--verify") {
-      ::setenv("SOL_VERIFY", "1", 1);
-    } else if (value("--config", v)) {
-      if (v.empty()) return fail(2, "--config needs a file");
-      if (::access(v.c_str(), R_OK) != 0) return fail(2, "--config " + v + ": " + std::strerror(errno));
-      ::setenv("SOL_CONFIG", v.c_str(), 1);
-    } else if (!a.empty() && a[0] == '-') {
-      return fail(2, "run: unknown option '" + a + "' (options go before --, the command after it)");
-    } else {
-      break;  // the command itself, without a "--"
-    }
-  }
-  if (i >= args.size()) return fail(2, "run: no command given (sol run [options] -- CMD ARGS...)");
+int cmd_run(const RunOptions& o) {
+  if (!o.backend.empty()) ::setenv("SOL_BACKEND", o.backend.c_str(), 1);
+  // A trace directory without tracing would be surprising.
+  if (o.trace || !o.trace_dir.empty()) ::setenv("SOL_TRACE", "1", 1);
+  if (!o.trace_dir.empty()) ::setenv("SOL_TRACE_DIR", o.trace_dir.c_str(), 1);
+  if (o.verify) ::setenv("SOL_VERIFY", "1", 1);
+  if (!o.config.empty()) ::setenv("SOL_CONFIG", o.config.c_str(), 1);
 
   const std::string lib = find_libsol();
   if (lib.empty()) return fail(2, "run: cannot find libsol.so next to this sol or in " SOL_INSTALL_LIBDIR);
   ::setenv("LD_PRELOAD", preload_with(lib).c_str(), 1);
 
   std::vector<char*> argv;
-  for (size_t j = i; j < args.size(); ++j) argv.push_back(const_cast<char*>(args[j].c_str()));
+  for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   ::execvp(argv[0], argv.data());
   const int err = errno;
-  return fail(err == ENOENT ? 127 : 126, "run: cannot run '" + args[i] + "': " + std::strerror(err));
+  return fail(err == ENOENT ? 127 : 126, "run: cannot run '" + o.command[0] + "': " + std::strerror(err));
 }
 
 }  // namespace sol::tools
