@@ -1,4 +1,4 @@
-/* Times one GEMM size: bench_gemm s|d N [seconds]. Prints "<best seconds per call> <GFLOP/s>".
+/* Times one GEMM size: bench_gemm s|d N [seconds] [NN|TN|NT]. Prints "<best seconds per call> <GFLOP/s>".
  * Linked to libblas.so.3; the benchmark driver runs it natively and under libsol's backends. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   if (argc < 3) return 2;
   const int dbl = argv[1][0] == 'd', n = atoi(argv[2]);
   const double budget = argc > 3 ? atof(argv[3]) : 0.3;
+  const char* trans = argc > 4 ? argv[4] : "NN"; /* square matrices: the same leading dimensions */
   const size_t elems = (size_t)n * n, size = dbl ? 8 : 4;
   /* Cache-line aligned, so that the operands sit alike with and without libsol preloaded (which
    * moves malloc's heap): small GEMMs run up to 20 % apart on alignment alone. */
@@ -35,8 +36,8 @@ int main(int argc, char** argv) {
   /* at least 3 timed calls after one warm-up, more until the budget is spent */
   for (int i = 0; i < 1000000 && (calls < 4 || spent < budget); ++i, ++calls) {
     const double t0 = now();
-    if (dbl) dgemm_("N", "N", &n, &n, &n, &done, (double*)a, &n, (double*)b, &n, &dzero, (double*)c, &n, 1, 1);
-    else sgemm_("N", "N", &n, &n, &n, &one, (float*)a, &n, (float*)b, &n, &zero, (float*)c, &n, 1, 1);
+    if (dbl) dgemm_(&trans[0], &trans[1], &n, &n, &n, &done, (double*)a, &n, (double*)b, &n, &dzero, (double*)c, &n, 1, 1);
+    else sgemm_(&trans[0], &trans[1], &n, &n, &n, &one, (float*)a, &n, (float*)b, &n, &zero, (float*)c, &n, 1, 1);
     const double t = now() - t0;
     if (i > 0 && t < best) best = t;
     spent += t;

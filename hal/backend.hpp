@@ -69,8 +69,28 @@ class Backend {
   // so it must be cheap; `unknown` makes the router initialise the backend to find out.
   enum class Hint : uint8_t { no, yes, unknown };
   virtual Hint accelerator_hint(const config::Config&) const noexcept { return Hint::no; }
-  // Under auto, the least work (flops) worth sending here; 0 for CPU backends.
+  // For a backend that runs BLAS nodes by calling a library's Fortran routines: the function it
+  // calls for `routine` (a Fortran symbol), else nullptr. When it is the very function native
+  // calls (the openblas backend on the program's own OpenBLAS instance), auto does not measure
+  // the same code twice.
+  virtual const void* blas_routine(capture::Sym /*routine*/) const noexcept { return nullptr; }
+
+  // Whether nodes run on a device with memory of its own (opencl, cuda), which may be the CPU
+  // itself (pocl). Known without init(). Under auto such a backend is a candidate only when its
+  // device is an accelerator: on the CPU it runs on the cores the CPU backends use, through a
+  // portability layer, and measuring it would cost program compilations for nothing.
+  virtual bool device_backend() const noexcept { return false; }
+
+  // Under auto, the least work (flops) worth considering sending here; 0 for CPU backends. For an
+  // accelerator it comes from the device's measured costs (or an explicit configuration), never
+  // from a constant: below it, the fixed costs of a launch and of moving the operands dominate.
   virtual double min_flops() const noexcept { return 0; }
+
+  // Accelerators: the time in seconds this (BLAS) node would take here, operands moved to the
+  // device and results back included, predicted from the device's measured transfer bandwidth,
+  // launch latency and compute rate. < 0 when the backend cannot tell. auto compares it with the
+  // CPU's measured time for the node's shape before measuring or choosing the device.
+  virtual double estimate_seconds(const capture::Node& /*node*/, double /*flops*/) const noexcept { return -1; }
 
   // Reason::ok when run() would compute this node, else why not.
   virtual Reason supports(const capture::Node& node) const noexcept = 0;

@@ -58,6 +58,12 @@ Backend::Hint Registry::accelerator_hint(std::string_view name) noexcept {
   return b ? b->accelerator_hint(cfg_) : Backend::Hint::no;
 }
 
+bool Registry::device_backend(std::string_view name) noexcept {
+  Slot* slot = find(name);
+  Backend* b = slot ? object(*slot) : nullptr;
+  return b && b->device_backend();
+}
+
 std::string Registry::why(std::string_view name) {
   Slot* slot = find(name);
   if (!slot) return "not built into this libsol";

@@ -35,6 +35,8 @@ class Registry {
   std::string why(std::string_view name);
   // The backend's accelerator_hint(), asked without initialising it.
   Backend::Hint accelerator_hint(std::string_view name) noexcept;
+  // The backend's device_backend(), asked without initialising it.
+  bool device_backend(std::string_view name) noexcept;
   // Whether a backend of this name was built in.
   bool built(std::string_view name) const noexcept;
 

@@ -42,7 +42,9 @@ Router::Target Router::target(const std::string& name) {
 Router::Router(const config::Config& cfg, Registry& registry)
     : rule_config_(cfg.routes),
       registry_(registry),
-      min_accelerator_flops_(static_cast<double>(cfg.opencl_min_flops)) {
+      // An explicit floor, else the least work any device could be worth (see kSmallFlops); each
+      // accelerator's own threshold comes from its measured costs (Backend::min_flops).
+      min_accelerator_flops_(cfg.opencl_min_flops > 0 ? static_cast<double>(cfg.opencl_min_flops) : kSmallFlops) {
   for (const auto& name : cfg.backend) preference_.push_back(target(name));
   for (const auto& r : rule_config_) rules_.push_back(Rule{&r, target(r.backend)});
 }
@@ -91,12 +93,22 @@ bool names_dnn(const std::string& op) noexcept {
 }
 }  // namespace
 
-// auto: accelerators above their threshold, then the fastest CPU place, then native. For DNN
-// nodes the fastest CPU place is the program's own oneDNN.
-void Router::add_auto(const capture::Node& node, double flops, NativeKind native, Plan& out) {
+// auto: what was measured fastest for the node's class; else accelerators above their threshold,
+// then the fastest CPU place, then native. For DNN nodes the fastest CPU place is the program's
+// own oneDNN. What follows the measured choice is where the node goes if that choice declines it.
+void Router::add_auto(const capture::Node& node, double flops, NativeKind native, const char* measured,
+                      Plan& out) {
+  if (measured) {
+    if (std::strcmp(measured, "native") == 0) {
+      if (native != NativeKind::missing) out.add(nullptr, false);
+      return;
+    }
+    if (Backend* b = registry_.get(measured)) out.add(b, false);
+  }
   if (flops >= min_accelerator_flops_)
     for (Backend* a : accelerators())
-      if (flops >= a->min_flops()) out.add(a, false);
+      // accelerator() again: a device whose cost measurement failed stops being one.
+      if (a->accelerator() && flops >= a->min_flops()) out.add(a, false);
   if (is_dnn(node)) {
     out.add(nullptr, false);
     return;
@@ -114,9 +126,9 @@ void Router::add_auto(const capture::Node& node, double flops, NativeKind native
 }
 
 void Router::add_target(Target& t, bool requested, const capture::Node& node, double flops, NativeKind native,
-                        Plan& out) {
+                        const char* measured, Plan& out) {
   switch (t.kind) {
-    case Target::automatic: add_auto(node, flops, native, out); break;
+    case Target::automatic: add_auto(node, flops, native, measured, out); break;
     case Target::native:
       if (native != NativeKind::missing) out.add(nullptr, requested);
       break;
@@ -126,23 +138,44 @@ void Router::add_target(Target& t, bool requested, const capture::Node& node, do
   }
 }
 
-void Router::plan(const capture::Node& node, double flops, NativeKind native, Plan& out) {
+void Router::plan(const capture::Node& node, double flops, NativeKind native, Plan& out, const char* measured) {
   out.n = 0;
   out.rule = nullptr;
   if (!rules_.empty())
     if (Rule* r = rule_for(node, flops)) {
       out.rule = r->rule->where.c_str();
-      add_target(r->target, true, node, flops, native, out);
+      add_target(r->target, true, node, flops, native, measured, out);
     }
   for (auto& t : preference_) {
     if (out.closed()) return;
-    add_target(t, t.kind != Target::automatic, node, flops, native, out);
+    add_target(t, t.kind != Target::automatic, node, flops, native, measured, out);
   }
   if (out.closed()) return;
   // Whatever was asked for, the program's own library and then the reference backend close every
   // plan: a node is never left without somewhere to run.
   if (native != NativeKind::missing) out.add(nullptr, false);
   if (Backend* ref = reference_.get(registry_)) out.add(ref, false);
+}
+
+bool Router::automatic(const capture::Node& node, double flops) noexcept {
+  if (!rules_.empty())
+    if (Rule* r = rule_for(node, flops)) return r->target.kind == Target::automatic;
+  return !preference_.empty() && preference_.front().kind == Target::automatic;
+}
+
+void Router::auto_candidates(double flops, std::vector<Backend*>& out) {
+  out.clear();
+  for (const auto& e : builtin_backends()) {
+    if (std::strcmp(e.name, "reference") == 0) continue;
+    // Device backends only as accelerators, from accelerators(), which knows for sure.
+    if (registry_.device_backend(e.name) || registry_.accelerator_hint(e.name) != Backend::Hint::no) continue;
+    // supports() is left to the measurement, which sees the node in column-major terms as
+    // backends expect; a backend that declines is recorded at 0.
+    if (Backend* b = registry_.get(e.name); b && !b->accelerator()) out.push_back(b);
+  }
+  if (flops >= min_accelerator_flops_)
+    for (Backend* a : accelerators())
+      if (a->accelerator() && flops >= a->min_flops()) out.push_back(a);
 }
 
 bool Router::dnn_always_native() {
@@ -173,7 +206,11 @@ double Router::native_below(capture::Op op, capture::DType dtype, NativeKind nat
     case Target::backend: return 0;
     case Target::automatic:
       // See add_auto(): no accelerator takes less than min_accelerator_flops_, and below that an
-      // optimized native library, or a small call, stays native.
+      // optimized native library, or a small call, stays native. Measured routing sees every call
+      // it could measure (an optimized library keeps the calls under kMeasureFlops).
+      if (measured_)
+        return optimized(native) && accelerators().empty() ? kMeasureFlops
+                                                            : std::min(kSmallFlops, min_accelerator_flops_);
       return optimized(native) ? min_accelerator_flops_ : std::min(kSmallFlops, min_accelerator_flops_);
   }
   return 0;
@@ -191,8 +228,8 @@ bool Router::always_native(capture::Op op, capture::DType dtype, NativeKind nati
     case Target::backend: return false;
     case Target::automatic:
       // Native first at every size when it is an optimized library and no accelerator could take
-      // the large calls.
-      return optimized(native) && accelerators().empty();
+      // the large calls, unless auto measures: then the native library has to prove it.
+      return !measured_ && optimized(native) && accelerators().empty();
   }
   return false;
 }

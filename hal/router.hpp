@@ -49,8 +49,21 @@ class Router {
   Router(const config::Config& cfg, Registry& registry);
 
   // The order in which to try backends for a BLAS `node` doing `flops` of work, its native library
-  // being of kind `native`.
-  void plan(const capture::Node& node, double flops, NativeKind native, Plan& out);
+  // being of kind `native`. `measured`: what auto measured fastest for the node's shape class
+  // ("native" or a backend's name; hal/profile.hpp), nullptr when nothing was measured.
+  void plan(const capture::Node& node, double flops, NativeKind native, Plan& out, const char* measured = nullptr);
+
+  // Whether auto decides where this node runs: no [[route]] names another target for it and auto
+  // comes first in the preference list. Only then is the node's shape class measured.
+  bool automatic(const capture::Node& node, double flops) noexcept;
+
+  // What auto may measure for a node of `flops` work: every CPU backend (the reference backend is
+  // the test oracle, not a contender) and every accelerator above its threshold.
+  void auto_candidates(double flops, std::vector<Backend*>& out);
+
+  // Routing by measurement (the executor turns it on when auto measures or a profile exists):
+  // then an optimized native library no longer short-cuts auto, which must see calls to measure.
+  void set_measured(bool on) noexcept { measured_ = on; }
 
   // Whether every node of this operation would go to native first: then its symbol's calls can
   // bypass SOL entirely (the process-wide passthrough, per symbol).
@@ -64,9 +77,13 @@ class Router {
   // can bypass SOL entirely.
   bool dnn_always_native();
 
-  // Calls below this much work stay with an unoptimized native library under auto: the library
-  // call costs less there than a fast library's setup.
+  // Calls below this much work stay with the native library under auto, unmeasured: a library
+  // call's fixed cost decides there (the reference BLAS beats OpenBLAS on 2x2 matrices), and no
+  // device launch and transfer could pay off; measuring them would cost more than it could save.
   static constexpr double kSmallFlops = 20000;
+  // auto measures calls from this much work up (about a 64x64x64 GEMM, some 10 us): below it the
+  // routing path's own cost (~0.1 us) would be felt, and the built-in order decides.
+  static constexpr double kMeasureFlops = 5e5;
 
  private:
   // A backend looked up by name once, at its first use: backends initialise only when a node
@@ -95,9 +112,9 @@ class Router {
   };
 
   static Target target(const std::string& name);
-  void add_auto(const capture::Node& node, double flops, NativeKind native, Plan& out);
+  void add_auto(const capture::Node& node, double flops, NativeKind native, const char* measured, Plan& out);
   void add_target(Target& t, bool requested, const capture::Node& node, double flops, NativeKind native,
-                  Plan& out);
+                  const char* measured, Plan& out);
   Rule* rule_for(const capture::Node& node, double flops) noexcept;
   // Accelerator backends, found once. Only looked for when a node is large enough for the
   // smallest threshold any could have (backends.opencl.min_flops).
@@ -109,6 +126,7 @@ class Router {
   Registry& registry_;
   Lazy openblas_{"openblas"}, onednn_{"onednn"}, reference_{"reference"};
   double min_accelerator_flops_;
+  bool measured_ = false;
   std::mutex accelerators_mu_;
   std::atomic<bool> accelerators_done_{false};
   std::vector<Backend*> accelerators_;

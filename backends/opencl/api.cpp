@@ -1,6 +1,7 @@
 #include "backends/opencl/api.hpp"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 namespace sol::backends::opencl {
 namespace {
@@ -42,6 +43,13 @@ bool load(ClblastApi& api, const char* library, std::string& why) noexcept {
 #include "backends/opencl/clblast_functions.def"
 #undef SOL_CLBLAST_FN
   return true;
+}
+
+std::string library_identity(const void* symbol) {
+  Dl_info info{};
+  struct stat st;
+  if (!dladdr(symbol, &info) || !info.dli_fname || ::stat(info.dli_fname, &st) != 0) return {};
+  return std::string(info.dli_fname) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
 }
 
 const char* status_name(int code) noexcept {

@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <new>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "backends/opencl/blas.hpp"
+#include "backends/opencl/cost.hpp"
 #include "backends/opencl/device.hpp"
 #include "backends/opencl/dnn.hpp"
 #include "backends/opencl/opencl.hpp"
@@ -88,6 +92,9 @@ class Inventory {
     key_ = std::to_string(std::hash<std::string>{}(key));
   }
 
+  // What identifies the installed ICDs and the device selection (a hash).
+  const std::string& key() const noexcept { return key_; }
+
   std::string line(bool accelerator) const {
     return key_ + (accelerator ? " accelerator\n" : " no-accelerator\n");
   }
@@ -123,15 +130,26 @@ class Inventory {
   std::string dir_, key_;
 };
 
+// SOL_TEST_OPENCL_ACCELERATOR=1 makes the backend treat its device as an accelerator, so that
+// tests on pocl's CPU device reach the accelerator path (measured costs, threshold, estimates).
+// Not a configuration key. The inventory keeps the device's real answer: a process with the
+// switch answers accelerator_hint() without reading it and init() writes what the device is.
+bool test_forces_accelerator() noexcept {
+  const char* v = std::getenv("SOL_TEST_OPENCL_ACCELERATOR");
+  return v && std::strcmp(v, "1") == 0;
+}
+
 class OpenclBackend final : public hal::Backend {
  public:
   const char* name() const noexcept override { return "opencl"; }
+  bool device_backend() const noexcept override { return true; }
 
   // auto asks every process that calls BLAS whether an accelerator may be here. Finding out costs
   // about 40 ms and leaves driver threads behind (pocl), so the answer is kept in the cache
   // directory, keyed by the installed ICDs and the device selection: only the first process on a
   // machine (or after a driver change) pays for it.
   Hint accelerator_hint(const config::Config& cfg) const noexcept override {
+    if (test_forces_accelerator()) return Hint::yes;
     try {
       std::string text, error;
       const Inventory inv(cfg);
@@ -147,8 +165,16 @@ class OpenclBackend final : public hal::Backend {
     try {
       auto device = std::make_unique<Device>();
       const bool ok = device->open(cfg, why);
-      Inventory(cfg).write(ok && device->is_accelerator());
+      const Inventory inventory(cfg);
+      inventory.write(ok && device->is_accelerator());
       if (!ok) return false;
+      // Everything the measured costs depend on: the device and its driver, the installed ICDs
+      // and the selection, and the CLBlast library whose GEMM is timed.
+      const std::string cost_key =
+          device->identity() + '\n' + inventory.key() + '\n' +
+          library_identity(reinterpret_cast<const void*>(device->clblast().SgemmWithTempBuffer));
+      cost_cache_ = std::make_unique<CostCache>(trusted_cache_dir(cfg.opencl_cache_dir), cost_key);
+      accelerator_device_ = device->is_accelerator() || test_forces_accelerator();
       device_ = std::move(device);
       dnn_ = std::make_unique<Dnn>(*device_);
       memory_ = std::make_unique<ClMemory>(*device_, mutex_);
@@ -164,12 +190,40 @@ class OpenclBackend final : public hal::Backend {
     }
   }
 
-  std::string device() const override { return device_ ? device_->description() : "not initialised"; }
+  // The device, and for an accelerator its costs once known (measured, or from the disk cache:
+  // asking does not measure), or why measuring failed.
+  std::string device() const override {
+    if (!device_) return "not initialised";
+    std::string d = device_->description();
+    if (!accelerator_device_) return d;
+    if (const Costs* c = costs(false)) return d + describe(*c);
+    if (costs_state_.load(std::memory_order_acquire) == CostState::failed)
+      d += ", not used under auto: measuring it failed: " + costs_why_;
+    return d;
+  }
 
   // A CPU device (pocl) computes in host memory anyway; only a GPU or accelerator is worth the
-  // size threshold under auto.
-  bool accelerator() const noexcept override { return device_ && device_->is_accelerator(); }
-  double min_flops() const noexcept override { return min_flops_; }
+  // size threshold under auto, and only while its costs could be measured.
+  bool accelerator() const noexcept override {
+    return device_ && accelerator_device_ &&
+           costs_state_.load(std::memory_order_acquire) != CostState::failed;
+  }
+
+  // An explicit backends.opencl.min_flops, else the measured break-even size (break_even_flops):
+  // the first call measures the device unless the disk cache has its costs. 0 when the device is
+  // no accelerator or measuring failed.
+  double min_flops() const noexcept override {
+    if (min_flops_ > 0) return min_flops_;
+    return accelerator() && costs(true) ? break_even_ : 0;
+  }
+
+  // predict_seconds() over the measured costs, for the BLAS nodes this backend runs. With an
+  // explicit threshold the device is never measured: costs from the disk cache only.
+  double estimate_seconds(const capture::Node& node, double flops) const noexcept override {
+    if (!accelerator() || blas_supports(*device_, node) != Reason::ok) return -1;
+    const Costs* c = costs(min_flops_ <= 0);
+    return c ? predict_seconds(*c, node, flops) : -1;
+  }
 
   Reason supports(const capture::Node& node) const noexcept override {
     if (!device_) return Reason::unavailable;
@@ -205,12 +259,81 @@ class OpenclBackend final : public hal::Backend {
  private:
   static constexpr size_t kKeepBytes = size_t{64} << 20;  // buffers reused between calls, each
 
+  enum class CostState : uint8_t { unknown, known, failed };
+
+  // The device's costs: from memory, else from the disk cache, else measured now when
+  // `may_measure` (at most once per process; a failure is final and makes accelerator() false).
+  // nullptr when there are none. Measuring holds the queue's lock: run() waits meanwhile.
+  const Costs* costs(bool may_measure) const noexcept {
+    const CostState state = costs_state_.load(std::memory_order_acquire);
+    if (state != CostState::unknown || !device_) return state == CostState::known ? &costs_ : nullptr;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (costs_state_.load(std::memory_order_relaxed) != CostState::unknown)
+      return costs_state_.load(std::memory_order_relaxed) == CostState::known ? &costs_ : nullptr;
+    try {
+      if (!cost_cache_read_) {
+        cost_cache_read_ = true;
+        Costs cached;
+        if (cost_cache_->read(cached)) {
+          SOL_LOG(debug, "opencl: device costs from %s", cost_cache_->path().c_str());
+          return publish(cached);
+        }
+      }
+      // A forked child has no usable context, and an exiting process no driver to measure.
+      if (!may_measure || ::getpid() != pid_ || process_exiting()) return nullptr;
+      const auto t0 = std::chrono::steady_clock::now();
+      Costs measured;
+      std::string why;
+      if (!measure_costs(*device_, measured, why)) {
+        fail_costs(why.c_str());
+        return nullptr;
+      }
+      cost_cache_->write(measured);
+      SOL_LOG(info, "opencl: measured %s%s in %.0f ms; under auto from %.3g flops",
+              device_->description().c_str(), describe(measured).c_str(),
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+              break_even_flops(measured));
+      return publish(measured);
+    } catch (const std::bad_alloc&) {
+      fail_costs("out of memory while measuring");
+    } catch (...) {
+      fail_costs("unexpected error while measuring");
+    }
+    return nullptr;
+  }
+
+  const Costs* publish(const Costs& c) const noexcept {
+    costs_ = c;
+    break_even_ = break_even_flops(c);
+    costs_state_.store(CostState::known, std::memory_order_release);
+    return &costs_;
+  }
+
+  void fail_costs(const char* why) const noexcept {
+    try {
+      costs_why_ = why;
+    } catch (...) {  // out of memory: device() gives no reason, the log line below still does
+    }
+    costs_state_.store(CostState::failed, std::memory_order_release);
+    log::once(log::Level::warn, "opencl: costs", "opencl: not used under auto: measuring %s failed: %s",
+              device_->description().c_str(), why);
+  }
+
   std::unique_ptr<Device> device_;
   std::unique_ptr<Dnn> dnn_;
   std::unique_ptr<ClMemory> memory_;
-  std::mutex mutex_;  // one queue and one set of staging buffers: calls run one at a time
-  double min_flops_ = 0;
+  std::unique_ptr<CostCache> cost_cache_;
+  mutable std::mutex mutex_;         // one queue and one set of staging buffers: calls run one at a time
+  bool accelerator_device_ = false;  // a GPU or accelerator, or a test says so
+  double min_flops_ = 0;             // backends.opencl.min_flops: an explicit threshold when > 0
   pid_t pid_ = 0;
+
+  // Written under mutex_ while costs_state_ is unknown, read-only once it is not.
+  mutable Costs costs_;
+  mutable double break_even_ = 0;
+  mutable std::string costs_why_;
+  mutable bool cost_cache_read_ = false;
+  mutable std::atomic<CostState> costs_state_{CostState::unknown};
 };
 
 }  // namespace

@@ -149,11 +149,10 @@ bool Device::open(const config::Config& cfg, std::string& why) {
                       nullptr);
   max_work_group_ = std::max<size_t>(max_work_group_, 1);
 
-  // Everything a compiled binary depends on besides its source and options.
-  std::string key = platform_name + '\n' + platform_info(cl_, platform_, CL_PLATFORM_VERSION) + '\n' +
-                    device_name + '\n' + device_info(cl_, device_, CL_DEVICE_VERSION) + '\n' +
-                    device_info(cl_, device_, CL_DEVICE_VENDOR) + '\n' + driver;
-  cache_ = std::make_unique<ProgramCache>(cl_, context_, device_, cfg.opencl_cache_dir, std::move(key));
+  identity_ = platform_name + '\n' + platform_info(cl_, platform_, CL_PLATFORM_VERSION) + '\n' + device_name +
+              '\n' + device_info(cl_, device_, CL_DEVICE_VERSION) + '\n' +
+              device_info(cl_, device_, CL_DEVICE_VENDOR) + '\n' + driver;
+  cache_ = std::make_unique<ProgramCache>(cl_, context_, device_, cfg.opencl_cache_dir, identity_);
   SOL_LOG(debug, "opencl: using %s%s", description_.c_str(), fp64_ ? "" : " (no double precision)");
   return true;
 }

@@ -64,6 +64,9 @@ class Device {
 
   // "Portable Computing Language: pthread-haswell-AMD EPYC (driver 3.1+debian)".
   const std::string& description() const noexcept { return description_; }
+  // Everything a compiled program or a measured figure depends on besides its own inputs:
+  // platform and device name and version, vendor, driver version.
+  const std::string& identity() const noexcept { return identity_; }
   bool has_fp64() const noexcept { return fp64_; }
   bool is_accelerator() const noexcept { return accelerator_; }
   size_t max_alloc() const noexcept { return max_alloc_; }
@@ -104,6 +107,7 @@ class Device {
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
   std::string description_;
+  std::string identity_;
   bool fp64_ = false;
   bool accelerator_ = false;
   size_t max_alloc_ = 0;

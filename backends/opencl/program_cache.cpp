@@ -18,18 +18,6 @@
 namespace sol::backends::opencl {
 namespace {
 
-// FNV-1a from a seeded basis, finished with the splitmix64 mixer. Two seeds give the file name
-// and an independent check stored inside the file.
-uint64_t hash64(const std::string& data, uint64_t seed) noexcept {
-  uint64_t h = 1469598103934665603ull ^ (seed * 0x9e3779b97f4a7c15ull);
-  for (unsigned char c : data) h = (h ^ c) * 1099511628211ull;
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebull;
-  return h ^ (h >> 31);
-}
-
 struct FileHeader {
   char magic[8];
   uint64_t check;  // hash64(key, 2): a file of another key or a corrupted name is rejected
@@ -66,6 +54,16 @@ bool read_all(int fd, void* data, size_t bytes) noexcept {
 }
 
 }  // namespace
+
+uint64_t hash64(const std::string& data, uint64_t seed) noexcept {
+  uint64_t h = 1469598103934665603ull ^ (seed * 0x9e3779b97f4a7c15ull);
+  for (unsigned char c : data) h = (h ^ c) * 1099511628211ull;
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
 
 std::string trusted_cache_dir(const std::string& dir) {
   if (dir.empty()) return dir;

@@ -12,6 +12,7 @@
 // (fs_safety::untrusted_reason) is not used, and SOL creates its directories 0700 and its files 0600.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "backends/opencl/api.hpp"
@@ -21,6 +22,10 @@ namespace sol::backends::opencl {
 // `dir` when SOL may keep compiled programs (or what it learnt about devices) there, else "" after
 // one line saying why not. A directory that does not exist yet is judged by its existing part.
 std::string trusted_cache_dir(const std::string& dir);
+
+// FNV-1a from a seeded basis, finished with the splitmix64 mixer: stable across processes and
+// builds, for cache file names. Two seeds give a file name and an independent check stored inside.
+uint64_t hash64(const std::string& data, uint64_t seed) noexcept;
 
 class ProgramCache {
  public:

@@ -79,6 +79,11 @@ inline constexpr int kMaxOperands = 8;
 // which of those elements the routine reads.
 int operands(const Node& node, Operand out[kMaxOperands]) noexcept;
 
+// The BlasArgs pointer an operand of that name comes from ("c" -> &BlasArgs::c), or nullptr.
+// The pointer is the operand's lowest address (Operand::ptr), so pointing it at a copy of the
+// operand's bytes runs the routine on the copy.
+void* BlasArgs::*operand_field(const char* name) noexcept;
+
 // Work of a valid node: floating-point operations (multiply-add = 2, complex arithmetic counted
 // in real operations: a complex multiply-add = 8) and bytes read plus written (each operand
 // counted once per direction).

@@ -1,5 +1,6 @@
 // capture::blas::operands() and cost(): which memory a BLAS call touches and how much work it is.
 #include <algorithm>
+#include <cstring>
 
 #include "capture/blas/blas.hpp"
 
@@ -113,6 +114,20 @@ class Builder {
 };
 
 }  // namespace
+
+void* BlasArgs::*operand_field(const char* name) noexcept {
+  static const struct {
+    const char* name;
+    void* BlasArgs::*field;
+  } fields[] = {{"a", &BlasArgs::a},    {"b", &BlasArgs::b},     {"c", &BlasArgs::c},
+                {"x", &BlasArgs::x},    {"y", &BlasArgs::y},     {"param", &BlasArgs::param},
+                {"ra", &BlasArgs::ra},  {"rb", &BlasArgs::rb},   {"rc", &BlasArgs::rc},
+                {"rs", &BlasArgs::rs},  {"rd1", &BlasArgs::rd1}, {"rd2", &BlasArgs::rd2},
+                {"rx1", &BlasArgs::rx1}};
+  for (const auto& f : fields)
+    if (std::strcmp(f.name, name) == 0) return f.field;
+  return nullptr;
+}
 
 int operands(const Node& node, Operand out[kMaxOperands]) noexcept {
   if (op_family(node.op)[0] != 'b') return 0;  // not BLAS

@@ -1,6 +1,8 @@
 #include "capture/exec/executor.hpp"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -10,13 +12,16 @@
 
 #include "capture/blas/blas.hpp"
 #include "capture/blas/call.hpp"
+#include "capture/exec/measure.hpp"
 #include "capture/exec/pairing.hpp"
 #include "capture/exec/verify.hpp"
 #include "capture/ir/dnn.hpp"
 #include "common/log.hpp"
 #include "common/macros.hpp"
 #include "common/native.hpp"
+#include "common/openblas_core.hpp"
 #include "config/config.hpp"
+#include "hal/profile.hpp"
 #include "hal/registry.hpp"
 #include "hal/router.hpp"
 
@@ -31,10 +36,15 @@ struct Executor {
   config::Config cfg;
   hal::Registry registry;
   hal::Router router;
+  hal::profile::Profile profile;
   bool strict;
   bool verify;
+  bool measured;  // auto routes by measurement: it measures, or a profile exists to route by
   explicit Executor(const config::Config& c)
-      : cfg(c), registry(cfg), router(cfg, registry), strict(c.strict), verify(c.verify) {}
+      : cfg(c), registry(cfg), router(cfg, registry), profile(cfg), strict(c.strict), verify(c.verify) {
+    measured = profile.measuring() || (!profile.path().empty() && ::access(profile.path().c_str(), R_OK) == 0);
+    router.set_measured(measured);
+  }
 };
 std::atomic<Executor*> g_exec{nullptr};
 bool tracing_ = false;
@@ -45,12 +55,25 @@ std::atomic<uint8_t> g_kind[kNumSymbols];
 // 0 while tracing or verifying, which must see every call; this one is the executor's own).
 std::atomic<double> g_below[kNumSymbols];
 std::atomic<bool> g_below_set[kNumSymbols];
+// Per symbol: 0 unknown, else the profile's index of its native library + 2 (1: none usable).
+std::atomic<int> g_native_index[kNumSymbols];
 
 bool is_blas(Op op) noexcept {
   return op_family(op)[0] == 'b';
 }
-bool is_dnn(Op op) noexcept {
-  return std::strcmp(op_family(op), "dnn") == 0;
+
+// One line per process when the program's own library runs below this CPU's ability: an
+// OpenBLAS whose kernels are older than the CPU (the measured figures say the same later).
+void warn_if_below_par(void* lib) noexcept {
+  try {
+    openblas_core::Check c;
+    if (!openblas_core::check(lib, c) || !c.below_par) return;
+    log::once(log::Level::warn, "native-below-par",
+              "the program's OpenBLAS (%s) runs its %s kernels, below this CPU's ability: %s; "
+              "auto measures and routes around it meanwhile",
+              c.library.c_str(), c.core.c_str(), c.fix.c_str());
+  } catch (...) {
+  }
 }
 
 hal::NativeKind classify(const void* native) noexcept {
@@ -63,8 +86,10 @@ hal::NativeKind classify(const void* native) noexcept {
   // dlsym on a handle also searches the object's dependencies: Debian's OpenBLAS libblas.so.3 is
   // a thin library over libopenblas.so.0.
   hal::NativeKind kind = hal::NativeKind::other;
-  if (dlsym(lib, "openblas_get_config"))
+  if (dlsym(lib, "openblas_get_config")) {
     kind = hal::NativeKind::openblas;
+    warn_if_below_par(lib);
+  }
   else if (dlsym(lib, "mkl_get_version") || dlsym(lib, "MKL_Get_Version"))
     kind = hal::NativeKind::mkl;
   else if (dlsym(lib, "bli_info_get_version_str"))
@@ -121,7 +146,11 @@ void* native_routine(Sym routine) noexcept {
 hal::Reason run_on(Executor& ex, hal::Backend& backend, Node& node) noexcept {
   auto body = [&](Node& cm) noexcept {
     const hal::Reason why = backend.supports(cm);
-    return why == hal::Reason::ok ? backend.run(cm) : why;
+    if (why != hal::Reason::ok) return why;
+    const uint64_t t0 = measure::now_ns();
+    const hal::Reason r = backend.run(cm);
+    measure::slow_down_if_asked(backend.name(), t0);
+    return r;
   };
   if (!ex.verify) return blas::with_column_major(node, body);
 
@@ -180,6 +209,117 @@ hal::Reason run_dnn_on(Executor& ex, hal::Backend& backend, Node& node) noexcept
   return r;
 }
 
+// The profile's index of the library that defines a symbol natively, found once per symbol.
+int native_index(Executor& ex, const Node& node) noexcept {
+  auto& slot = g_native_index[static_cast<size_t>(node.sym)];
+  int v = slot.load(std::memory_order_acquire);
+  if (SOL_UNLIKELY(!v)) {
+    try {
+      v = ex.profile.native_index(hal::profile::library_identity(node.native)) + 2;
+    } catch (...) {
+      v = 1;
+    }
+    slot.store(v, std::memory_order_release);
+  }
+  return v - 2;
+}
+
+// After a measurement: the one below-par line (shared with warn_if_below_par) when the native
+// library is clearly slower than the best candidate on a call large enough to matter.
+void warn_if_measured_slow(const Node& node, double flops, const hal::profile::Row& row) noexcept {
+  // Only calls of a millisecond or more: on a loaded machine a shorter one's rate can be off by
+  // as much, and a user told their library is slow deserves a figure that holds.
+  if (flops < 1e8 || row.choice == "native") return;
+  double native = 0, best = 0;
+  for (const auto& r : row.rates) {
+    if (r.candidate == "native") native = r.gflops;
+    if (r.candidate == row.choice) best = r.gflops;
+  }
+  if (native <= 0 || best < 2 * native) return;
+  log::once(log::Level::warn, "native-below-par",
+            "the program's BLAS (%s) runs below this machine's ability: %s %s measured %.1f GFLOP/s "
+            "natively, %.1f on %s; auto routes such calls there",
+            object_name(node.native), symbol_name(node.sym), row.size.c_str(), native, best, row.choice.c_str());
+}
+
+// What auto measured fastest for this node's shape class ("native" or a backend's name), measuring
+// it now if nobody has: nullptr when nothing is known (the router's built-in order decides).
+// Measuring runs the call itself natively first, timed, as native's sample: `ran` says so, and
+// the node is then done.
+const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn native_call, bool& ran) noexcept {
+  ran = false;
+  hal::profile::Profile& prof = ex.profile;
+  const int native = native_index(ex, node);
+  const uint64_t key = hal::profile::class_of(node);
+  const int v = prof.lookup(native, key);
+  if (SOL_LIKELY(v >= 0)) return prof.candidate_name(v);
+  if (v != hal::profile::Profile::kUnknown) return nullptr;
+  if (!prof.measuring()) {
+    prof.unrouted(native, key);
+    return nullptr;
+  }
+  if (!prof.claim(native, key)) return nullptr;  // another thread measures it right now
+  try {
+    // The program's own routine (the Fortran one: a CBLAS call's column-major equivalent is what
+    // every candidate computes), then each backend.
+    const Sym routine = blas::fortran_routine(node.op, node.dtype, node.blas.real_alpha);
+    void* own = node.native && routine != blas::kNoRoutine ? native_routine(routine) : nullptr;
+    auto run_native = [&](Node& cm) noexcept {
+      blas::call_fortran(routine, own, cm);
+      return hal::Reason::ok;
+    };
+    struct OnBackend {
+      hal::Backend* b;
+      hal::Reason operator()(Node& cm) noexcept {
+        const hal::Reason why = b->supports(cm);
+        return why == hal::Reason::ok ? b->run(cm) : why;
+      }
+    };
+    std::vector<hal::Backend*> backends;
+    ex.router.auto_candidates(flops, backends);
+    std::vector<OnBackend> runs;
+    runs.reserve(backends.size());  // the candidates below refer to these: no reallocation
+    std::vector<measure::Candidate> candidates;
+    if (own) candidates.push_back({"native", blas::FunctionRef<hal::Reason(Node&)>(run_native), -1});
+    for (hal::Backend* b : backends) {
+      if (own && b->blas_routine(routine) == own) continue;  // native's own code: measured as native
+      runs.push_back({b});
+      candidates.push_back({b->name(), blas::FunctionRef<hal::Reason(Node&)>(runs.back()),
+                            b->accelerator() ? b->estimate_seconds(node, flops) : -1});
+    }
+    if (native < 0 || candidates.size() < (own ? 2u : 1u)) {
+      prof.release(native, key);
+      return nullptr;
+    }
+    double native_seconds = -1;
+    if (own) {
+      const uint64_t t0 = measure::now_ns();
+      native_call();
+      native_seconds = static_cast<double>(measure::now_ns() - t0) * 1e-9;
+      ran = true;
+    }
+    hal::profile::Row row;
+    row.key = key;
+    if (!measure::run(node, flops, candidates, native_seconds, row)) {
+      prof.release(native, key);
+      return nullptr;
+    }
+    if (log::enabled(log::Level::debug)) {
+      std::string rates;
+      for (const auto& r : row.rates) rates += " " + r.candidate + "=" + std::to_string(r.gflops).substr(0, 7);
+      SOL_LOG(debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s", hal::profile::class_text(key).c_str(),
+              symbol_name(node.sym), row.size.c_str(), rates.c_str(), row.choice.c_str());
+    }
+    warn_if_measured_slow(node, flops, row);
+    prof.record(native, row);
+  } catch (...) {
+    prof.release(native, key);
+    return nullptr;
+  }
+  const int chosen = prof.lookup(native, key);
+  return chosen >= 0 ? prof.candidate_name(chosen) : nullptr;
+}
+
 // A DNN node: the router's plan, except that a node reading state (a workspace, mean and
 // variance) runs where the node that wrote it ran (capture/exec/pairing.hpp).
 const char* execute_dnn(Executor& ex, Node& node, NativeFn native) noexcept {
@@ -235,6 +375,10 @@ bool start_executor(const config::Config& cfg) noexcept {
   if (only_native && !cfg.verify) return false;
   try {
     g_exec.store(new Executor(cfg), std::memory_order_release);
+    // A child forked while a thread wrote the profile must not inherit its lock held.
+    pthread_atfork(nullptr, nullptr, [] {
+      if (Executor* ex = g_exec.load(std::memory_order_relaxed)) ex->profile.after_fork_child();
+    });
   } catch (...) {
     log::write(log::Level::error, "error: out of memory starting the executor; every call goes to native");
     return false;
@@ -300,15 +444,31 @@ const char* execute(Node& node, NativeFn native) noexcept {
     native();  // the program's own library, with its own argument checks
     return "native";
   }
+  // Measured routing: only valid calls are measured (an invalid one goes where the built-in order
+  // says, and is reported as it would be there); calls through oneDNN's dnnl_sgemm have no
+  // Fortran native to time against.
+  blas::ArgError err;
+  bool checked = false;
+  const char* measured = nullptr;
+  if (ex->measured && node.api != Api::dnnl && flops >= hal::Router::kMeasureFlops &&
+      ex->router.automatic(node, flops)) {
+    err = blas::check(node);
+    checked = true;
+    if (err.level == blas::ArgError::none) {
+      bool ran = false;
+      measured = measured_choice(*ex, node, flops, native, ran);
+      if (ran) return "native";  // the class's first call: native's sample
+    }
+  }
   hal::Plan plan;
-  ex->router.plan(node, flops, kind, plan);
+  ex->router.plan(node, flops, kind, plan, measured);
   if (plan.n > 0 && plan.at[0].backend == nullptr) {
     native();  // the program's own library, with its own argument checks
     return "native";
   }
 
   // The backend path checks arguments itself, as the reference does.
-  const blas::ArgError err = blas::check(node);
+  if (!checked) err = blas::check(node);
   if (err.level != blas::ArgError::none) {
     if (node.api == Api::dnnl)
       node.ret.set(2);  // dnnl_invalid_arguments: oneDNN reports, it does not call xerbla

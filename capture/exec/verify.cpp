@@ -29,20 +29,6 @@ int g_fd = -1;
 bool g_file_failed = false;
 std::string* g_dir = nullptr;  // the trace directory; allocated once, never freed
 
-void* BlasArgs::*field_of(const char* name) noexcept {
-  static const struct {
-    const char* name;
-    void* BlasArgs::*field;
-  } fields[] = {{"a", &BlasArgs::a},    {"b", &BlasArgs::b},     {"c", &BlasArgs::c},
-                {"x", &BlasArgs::x},    {"y", &BlasArgs::y},     {"param", &BlasArgs::param},
-                {"ra", &BlasArgs::ra},  {"rb", &BlasArgs::rb},   {"rc", &BlasArgs::rc},
-                {"rs", &BlasArgs::rs},  {"rd1", &BlasArgs::rd1}, {"rd2", &BlasArgs::rd2},
-                {"rx1", &BlasArgs::rx1}};
-  for (const auto& f : fields)
-    if (std::strcmp(f.name, name) == 0) return f.field;
-  return nullptr;
-}
-
 bool single(DType d) noexcept {
   return d == DType::f32 || d == DType::c64;
 }
@@ -216,7 +202,7 @@ bool Snapshot::take(const Node& node) noexcept {
     blas::Operand ops[blas::kMaxOperands];
     const int n = blas::operands(node, ops);
     for (int i = 0; i < n; ++i) {
-      if (!ops[i].written || !ops[i].bytes || !field_of(ops[i].name)) continue;
+      if (!ops[i].written || !ops[i].bytes || !blas::operand_field(ops[i].name)) continue;
       Copy c;
       c.op = ops[i];
       const auto* p = static_cast<const unsigned char*>(ops[i].ptr);
@@ -236,7 +222,7 @@ void Snapshot::check(const Node& node, const char* backend, const char* against,
   Node ref = node;
   ref.ret = {};
   ref.result = nullptr;
-  for (auto& c : copies_) ref.blas.*field_of(c.op.name) = c.bytes.data();
+  for (auto& c : copies_) ref.blas.*blas::operand_field(c.op.name) = c.bytes.data();
   if (blas::with_column_major(ref, run) != hal::Reason::ok) {
     SOL_LOG(debug, "verify: %s could not run %s; not checked", against, symbol_name(node.sym));
     return;

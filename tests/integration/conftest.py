@@ -3,9 +3,12 @@
 CTest passes the paths in the environment (names not starting with SOL_, which libsol reads):
 TEST_LIBSOL, TEST_SOL, TEST_PROGRAMS (built C programs), TEST_SOURCE_DIR.
 """
+import atexit
 import os
 import pathlib
+import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -16,11 +19,28 @@ SOURCE = pathlib.Path(os.environ.get("TEST_SOURCE_DIR", pathlib.Path(__file__).r
 PY_PROGRAMS = SOURCE / "tests" / "programs"
 PYTHON = "/usr/bin/python3"  # Debian's, which has numpy and torch
 REFERENCE_BLAS_DIR = "/usr/lib/x86_64-linux-gnu/blas"
+# auto's per-machine profile goes to $XDG_CACHE_HOME/sol: the tests' own, shared by this session's
+# programs (as a user's runs share one) and never the user's. Compiled OpenCL programs stay where
+# they were: SOL's in ~/.cache/sol/opencl (which does not follow XDG_CACHE_HOME), pocl's kernel
+# cache at POCL_CACHE_DIR, pinned here to the user's (pocl follows XDG_CACHE_HOME, and compiling
+# CLBlast's kernels afresh costs a minute per process).
+CACHE_HOME = tempfile.mkdtemp(prefix="sol-test-cache-")
+atexit.register(shutil.rmtree, CACHE_HOME, True)
+POCL_CACHE_DIR = os.environ.get("POCL_CACHE_DIR") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pocl", "kcache")
+os.makedirs(POCL_CACHE_DIR, exist_ok=True)  # pocl takes it only if it exists
 
 
 def clean_env(extra=None, preload=True):
     """The caller's environment without any SOL_* or LD_PRELOAD, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SOL_") and k != "LD_PRELOAD"}
+    env["XDG_CACHE_HOME"] = CACHE_HOME
+    env["POCL_CACHE_DIR"] = POCL_CACHE_DIR
+    # auto measures and may then route a call to a faster backend, whose results differ in the last
+    # bits from the program's own library: tests that compare with runs without libsol ask for
+    # measurement by name (test_tune.py, the BLAS programs under auto), the rest keep auto's
+    # built-in order.
+    env["SOL_TUNE"] = "0"
     if preload:
         env["LD_PRELOAD"] = LIBSOL
     env.update(extra or {})

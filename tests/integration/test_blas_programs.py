@@ -39,7 +39,7 @@ def run_program(name, tmp_path, *, preload, backend, reference_lib, sol_config=N
     work.mkdir()
     if stdin_name:
         shutil.copy("%s/%s" % (REFERENCE_BLAS_DIR, stdin_name), work / stdin_name)
-    env = {"SOL_BACKEND": backend} if preload else {}
+    env = {"SOL_BACKEND": backend, "SOL_TUNE": "1"} if preload else {}
     if preload and sol_config:
         env["SOL_CONFIG"] = sol_config
     if reference_lib:

@@ -12,6 +12,7 @@
 #include "config/config.hpp"
 #include "hal/registry.hpp"
 #include "tools/sol/commands.hpp"
+#include "tools/sol/native_blas.hpp"
 
 namespace sol::tools {
 namespace {
@@ -203,6 +204,9 @@ int cmd_backends(const BackendsOptions&) {
       lines += buf;
       continue;
     }
+    // An accelerator measures its costs at the first question about them: asked first, so that
+    // device() below already shows the figures.
+    if (b->accelerator()) b->min_flops();
     size_t count = 0;
     const std::string ops = coverage(*b, count, total);
     // Built as strings: the list of routines can be longer than any fixed buffer.
@@ -215,6 +219,7 @@ int cmd_backends(const BackendsOptions&) {
       lines += buf;
     }
   }
+  print_native_blas(stdout);
   std::printf("%-10s %s\n", "native", "the program's own library, found per symbol when first called;");
   std::printf("%-10s   here: libblas.so.3 is %s\n", "", system_library("libblas.so.3", "sgemm_").c_str());
   std::printf("%-10s         libdnnl.so.2 is %s\n", "",

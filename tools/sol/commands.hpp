@@ -50,7 +50,17 @@ struct DiffOptions : TableOptions {
 // sol backends: no options yet; the struct keeps every command's signature alike.
 struct BackendsOptions {};
 
+// sol tune [--show] [options]
+struct TuneOptions {
+  bool show = false;                    // print the profile instead of measuring
+  double time_limit = 120;              // seconds of measuring, after which the rest waits for a next run
+  bool quick = false;                   // a few shapes only (tests, a first look)
+  std::string library = "libblas.so.3";  // the BLAS whose calls are measured, as programs load it
+  Format format = Format::text;
+};
+
 int cmd_run(const RunOptions& options);
+int cmd_tune(const TuneOptions& options);
 int cmd_config(const ConfigOptions& options);
 int cmd_report(const ReportOptions& options);
 int cmd_diff(const DiffOptions& options);

@@ -290,6 +290,25 @@ int main(int argc, char** argv) {
   command("backends", "each backend: available or why not, what runs the work, which routines it takes",
           [&] { return cmd_backends(backends); });
 
+  TuneOptions tune;
+  CLI::App* tune_cmd = command("tune", "measure ahead of time what auto measures at a program's first calls; show the profile",
+                               [&] { return cmd_tune(tune); });
+  tune_cmd->footer(
+      "Runs a standard set of BLAS calls (GEMM and GEMV, f32 and f64, the transposes frameworks use) under\n"
+      "libsol with auto measuring, cheapest first, then prints the profile. Measurements already in the\n"
+      "profile are not repeated. The profile belongs to this machine, its libraries and the environment\n"
+      "variables that change their kernels (OPENBLAS_CORETYPE, thread counts): run sol tune as the programs run.");
+  tune_cmd->add_flag("--show", tune.show, "print the profile only: each shape class's rates and choice");
+  tune_cmd->add_option("--time-limit", tune.time_limit, "stop measuring after this long (default 120)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("SECONDS");
+  tune_cmd->add_flag("--quick", tune.quick, "a few shapes only");
+  tune_cmd->add_option("--library", tune.library, "the BLAS to measure (default libblas.so.3, as programs load it)")
+      ->check(kNotEmpty)
+      ->type_name("LIB");
+  add_choice(tune_cmd, "--format", tune.format, {{"text", Format::text}, {"json", Format::json}},
+             "text for people (the default) or json");
+
   // Set last, so that the commands do not inherit it.
   app.footer(
       "'sol COMMAND --help' describes a command. Environment variables and the TOML file are described\n"

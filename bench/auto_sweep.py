@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""auto against every candidate it chooses from: GEMM sweep, square sizes 8..4096 (each octave and
+its midpoint, so that a class's choice is seen to hold across its sizes), NN/TN/NT, f32 and f64.
+
+    auto_sweep.py BUILD_DIR [--quick] [--prescott]
+
+Per size: GFLOP/s of native, of each backend forced, and of auto with a profile measured by a first
+run (the measurement itself is costed by auto_mlp.py). Prints auto / fastest candidate and auto /
+native per size; targets: auto >= 0.95 of the fastest everywhere, never more than 5 % below native.
+--prescott runs everything with OPENBLAS_CORETYPE=Prescott (a misdetected OpenBLAS).
+Runs alternate per size and the best time of each is kept: a spell of load hits all alike.
+"""
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else "build")
+QUICK = "--quick" in sys.argv
+PRESCOTT = "--prescott" in sys.argv
+LIBSOL = os.path.join(BUILD, "libsol.so")
+GEMM = os.path.join(BUILD, "bench", "bench_gemm")
+OCTAVES = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+SIZES = [8, 48, 256, 384, 1024] if QUICK else sorted(set(OCTAVES + [o + o // 2 for o in OCTAVES[:-1]]))
+TRANS = ["NN", "TN"] if QUICK else ["NN", "TN", "NT"]
+CACHE = tempfile.mkdtemp(prefix="sol-bench-cache-")
+
+
+def env(variant):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SOL_") and k != "LD_PRELOAD"}
+    e["XDG_CACHE_HOME"] = CACHE
+    if PRESCOTT:
+        e["OPENBLAS_CORETYPE"] = "Prescott"
+    if variant != "native":
+        e.update(LD_PRELOAD=LIBSOL, SOL_BACKEND=variant, SOL_LOG="error")
+    return e
+
+
+def measure(variant, dtype, n, trans, budget):
+    out = subprocess.run([GEMM, dtype, str(n), str(budget), trans], env=env(variant), capture_output=True,
+                         text=True, check=True).stdout.split()
+    return float(out[0])
+
+
+def cpu_model():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def openblas_core():
+    out = subprocess.run([os.path.join(BUILD, "sol"), "backends"], env=env("native"), capture_output=True, text=True).stdout
+    m = re.search(r"(\w+) kernels", out)
+    return m.group(1) if m else "?"
+
+
+def main():
+    print("CPU: %s; OpenBLAS kernels: %s%s" % (cpu_model(), openblas_core(), " (OPENBLAS_CORETYPE=Prescott)" if PRESCOTT else ""))
+    worst_fastest, worst_native = 1e9, 1e9
+    for dtype in ("s", "d"):
+        variants = ["native", "openblas"] + (["onednn"] if dtype == "s" else []) + ["auto"]
+        for trans in TRANS:
+            print("\n%sgemm_ %s   GFLOP/s; auto / fastest, auto / native" % (dtype, trans))
+            print("%6s" % "n" + "".join("%11s" % v for v in variants) + "%10s%10s" % ("/fastest", "/native"))
+            for n in SIZES:
+                budget = 0.05 if n <= 512 else 0.1
+                measure("auto", dtype, n, trans, 0)  # auto measures this size's class once, here
+                best = {}
+                for _ in range(3 if n <= 1024 else 2):
+                    for v in variants:
+                        t = measure(v, dtype, n, trans, budget)
+                        best[v] = min(best.get(v, t), t)
+                fastest = min(best[v] for v in variants if v != "auto")
+                vs_fastest, vs_native = fastest / best["auto"], best["native"] / best["auto"]
+                worst_fastest, worst_native = min(worst_fastest, vs_fastest), min(worst_native, vs_native)
+                print("%6d" % n + "".join("%11.2f" % (2.0 * n ** 3 / best[v] * 1e-9) for v in variants) +
+                      "%10.3f%10.3f" % (vs_fastest, vs_native))
+    print("\nauto / fastest candidate, worst size: %.3f (target >= 0.95): %s" %
+          (worst_fastest, "PASS" if worst_fastest >= 0.95 else "FAIL"))
+    print("auto / native, worst size: %.3f (target >= 0.95): %s" %
+          (worst_native, "PASS" if worst_native >= 0.95 else "FAIL"))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        shutil.rmtree(CACHE, True)

@@ -1,0 +1,41 @@
+// auto's measurements: the first call of a BLAS shape class runs natively, timed, and then each
+// other candidate (every backend that takes it, and native again when it is close) is timed on
+// the same call, so that the class goes to the fastest from then on (hal/profile.hpp keeps the
+// choice). That first call's results are the program's own library's, as without SOL.
+//
+// Candidates compute on private copies of every operand the node writes; what it only reads is
+// read in place. The caller's memory is never written, whatever the call: beta != 0, an output
+// that overlaps an input, an in-place routine (trsm's B). Invalid calls are never measured (the
+// executor checks arguments first), so error exits stay exactly the program's own.
+#pragma once
+
+#include <vector>
+
+#include "capture/blas/blas.hpp"
+#include "hal/profile.hpp"
+
+namespace sol::capture::measure {
+
+struct Candidate {
+  const char* name;                                // "native" or a backend's name
+  blas::FunctionRef<hal::Reason(Node&)> run;       // column-major semantics, as backends see nodes
+  // An accelerator's predicted time for the node (Backend::estimate_seconds), < 0 for others: an
+  // accelerator predicted to lose clearly to the best CPU candidate measured is not run.
+  double predicted_seconds = -1;
+};
+
+// Times `node` on each candidate (CPU candidates first) on copies of its outputs. The call itself
+// has just run natively in `native_seconds` (< 0: it has not; the program has no library for it),
+// which is native's first sample. Fills `row` (size, rates, choice) and returns true when at least
+// one candidate ran. Costs a few calls of the fastest candidates: the slow ones leave the race
+// after one run.
+bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds,
+         hal::profile::Row& row) noexcept;
+
+// Test-only: SOL_TEST_SLOW=<backend> makes that backend take ten times as long per node (it
+// spins after computing), so that tests can check that auto avoids a slow candidate. Applies to
+// measured and routed runs alike; ignored unless the variable is set.
+void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept;
+uint64_t now_ns() noexcept;
+
+}  // namespace sol::capture::measure

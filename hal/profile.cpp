@@ -1,0 +1,445 @@
+#include "hal/profile.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "common/cpu.hpp"
+#include "common/fs_safety.hpp"
+#include "common/log.hpp"
+#include "config/config.hpp"
+
+namespace sol::hal::profile {
+
+namespace {
+
+constexpr const char* kMagic = "sol-profile 1";
+
+// ---------------------------------------------------------------------------- class keys
+// Bits: op 0-7, dtype 8-11, layout 12-13, transa 14-15, transb 16-17, uplo 18-19, side 20-21,
+// diag 22-23, real alpha 24, strided vectors 25, octaves of m, n, k 26-29, 30-33, 34-37.
+
+int code(char c, const char* alphabet) noexcept {
+  if (!c) return 0;
+  if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  const char* p = std::strchr(alphabet, c);
+  return p ? static_cast<int>(p - alphabet) + 1 : 0;
+}
+constexpr const char* kLayout = "CR";
+constexpr const char* kTrans = "NTC";
+constexpr const char* kUplo = "UL";
+constexpr const char* kSide = "LR";
+constexpr const char* kDiag = "NU";
+
+int octave_bits(int64_t size) noexcept {
+  if (size <= 0) return 0;
+  int b = 1;
+  for (int64_t s = size; s > 1 && b < 13; s >>= 1) ++b;  // 1..12 for 1..2047, 13 from kLargest/2 up
+  return b;
+}
+
+uint64_t field(uint64_t key, int shift, int bits) noexcept {
+  return (key >> shift) & ((uint64_t{1} << bits) - 1);
+}
+
+bool is_real(capture::DType d) noexcept {
+  return d != capture::DType::c64 && d != capture::DType::c128;
+}
+
+// FNV-1a: the profile's file name from its fingerprint.
+uint64_t fnv1a(const std::string& s) noexcept {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string identity_of(const std::string& path) {
+  char real[PATH_MAX];
+  struct stat st;
+  if (!::realpath(path.c_str(), real) || ::stat(real, &st) != 0) return "";
+  return std::string(real) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec);
+}
+
+// Where the dynamic loader would find a bare soname, without loading it: LD_LIBRARY_PATH, then
+// the system's directories. Good enough to notice that a library was upgraded or swapped.
+std::string resolve_library(const std::string& name) {
+  if (name.find('/') != std::string::npos) return identity_of(name);
+  std::vector<std::string> dirs;
+  if (const char* p = std::getenv("LD_LIBRARY_PATH")) {
+    std::stringstream ss(p);
+    for (std::string d; std::getline(ss, d, ':');)
+      if (!d.empty()) dirs.push_back(d);
+  }
+  for (const char* d : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib",
+                        "/usr/lib", "/usr/local/lib"})
+    dirs.emplace_back(d);
+  for (const auto& d : dirs) {
+    std::string id = identity_of(d + "/" + name);
+    if (!id.empty()) return id;
+  }
+  return "not found";
+}
+
+}  // namespace
+
+int64_t octave(int64_t size) noexcept {
+  if (size <= 0) return 0;
+  return int64_t{1} << (octave_bits(size) - 1);
+}
+
+uint64_t class_of(const capture::Node& node) noexcept {
+  const capture::BlasArgs& b = node.blas;
+  const bool real = is_real(node.dtype);
+  auto trans = [&](char t) {
+    const int c = code(t, kTrans);
+    return real && c == 3 ? 2 : c;  // a real matrix's conjugate transpose is its transpose
+  };
+  // Vectors at a stride other than 1 run other kernels.
+  const bool strided = (b.incx != 0 && b.incx != 1) || (b.incy != 0 && b.incy != 1);
+  uint64_t k = static_cast<uint64_t>(node.op) | static_cast<uint64_t>(node.dtype) << 8;
+  k |= static_cast<uint64_t>(code(b.layout, kLayout)) << 12;
+  k |= static_cast<uint64_t>(trans(b.transa)) << 14;
+  k |= static_cast<uint64_t>(trans(b.transb)) << 16;
+  k |= static_cast<uint64_t>(code(b.uplo, kUplo)) << 18;
+  k |= static_cast<uint64_t>(code(b.side, kSide)) << 20;
+  k |= static_cast<uint64_t>(code(b.diag, kDiag)) << 22;
+  k |= static_cast<uint64_t>(b.real_alpha) << 24;
+  k |= static_cast<uint64_t>(strided) << 25;
+  k |= static_cast<uint64_t>(octave_bits(b.m)) << 26;
+  k |= static_cast<uint64_t>(octave_bits(b.n)) << 30;
+  k |= static_cast<uint64_t>(octave_bits(b.k)) << 34;
+  return k;
+}
+
+std::string class_text(uint64_t key) {
+  const auto op = static_cast<capture::Op>(field(key, 0, 8));
+  const auto dt = static_cast<capture::DType>(field(key, 8, 4));
+  std::string s = std::string(capture::op_name(op)) + " " + capture::dtype_name(dt);
+  if (field(key, 12, 2) == 2) s += " row-major";
+  auto flag = [&](const char* name, int shift, const char* alphabet) {
+    const uint64_t c = field(key, shift, 2);
+    if (c) s += std::string(" ") + name + "=" + alphabet[c - 1];
+  };
+  flag("transa", 14, kTrans);
+  flag("transb", 16, kTrans);
+  flag("side", 20, kSide);
+  flag("uplo", 18, kUplo);
+  flag("diag", 22, kDiag);
+  if (field(key, 24, 1)) s += " real-alpha";
+  if (field(key, 25, 1)) s += " strided";
+  const char* names[] = {"m", "n", "k"};
+  for (int i = 0; i < 3; ++i)
+    if (const uint64_t o = field(key, 26 + 4 * i, 4)) {
+      s += std::string(" ") + names[i] + "=" + std::to_string(int64_t{1} << (o - 1));
+      if (o == 13) s += "+";
+    }
+  return s;
+}
+
+std::string library_identity(const void* fn) {
+  Dl_info info{};
+  if (!fn || !dladdr(fn, &info) || !info.dli_fname) return "none";
+  std::string id = identity_of(info.dli_fname);
+  return id.empty() ? info.dli_fname : id;
+}
+
+std::string machine_fingerprint(const config::Config& cfg, const std::string& libsol) {
+  const cpu::Info& c = cpu::info();
+  std::string f = "sol=" SOL_VERSION "\n";
+  f += "libsol=" + (libsol.empty() ? library_identity(reinterpret_cast<const void*>(&class_of)) : identity_of(libsol)) + "\n";
+  f += "cpu=" + c.model + "\n";
+  f += std::string("isa=") + cpu::isa_name(c.isa) + "\n";
+  f += "cpus=" + std::to_string(c.cpus) + "\n";
+  // What changes the kernels or the threads of the libraries measured.
+  for (const char* var : {"OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS",
+                          "MKL_NUM_THREADS", "MKL_ENABLE_INSTRUCTIONS", "BLIS_NUM_THREADS", "ONEDNN_MAX_CPU_ISA",
+                          "DNNL_MAX_CPU_ISA", "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "SOL_TEST_SLOW"})
+    if (const char* v = std::getenv(var)) f += std::string("env.") + var + "=" + v + "\n";
+  f += "openblas.library=" + resolve_library(cfg.openblas_library) + "\n";
+  f += "openblas.threads=" + std::to_string(cfg.openblas_threads) + "\n";
+  f += "onednn.library=" + resolve_library(cfg.onednn_library) + "\n";
+  f += "onednn.gemm=" + cfg.onednn_gemm + "\n";
+  f += "opencl=" + cfg.opencl_platform + "/" + cfg.opencl_device + "\n";
+  return f;
+}
+
+std::string profile_dir(const config::Config& cfg) {
+  if (!cfg.tune_dir.empty()) return cfg.tune_dir;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') return std::string(x) + "/sol";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/sol";
+  return "";
+}
+
+// The file: "sol-profile 1", "fingerprint" lines, then one "row" line per measured class:
+//   row <TAB> native <TAB> key (hex) <TAB> class text <TAB> size <TAB> choice <TAB> name=gflops ...
+// The class text is for people; the key is what is read back.
+bool read_file(const std::string& path, const std::string& fingerprint, std::vector<Row>& rows, std::string& why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    why = errno == ENOENT ? "missing" : std::strerror(errno);
+    return false;
+  }
+  std::string text;
+  char buf[65536];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      why = std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > (64u << 20)) {
+      ::close(fd);
+      why = "larger than 64 MiB";
+      return false;
+    }
+  }
+  ::close(fd);
+  std::istringstream in(text);
+  std::string line, fp;
+  if (!std::getline(in, line) || line != kMagic) {
+    why = "not a SOL profile of this version";
+    return false;
+  }
+  std::vector<Row> out;
+  int number = 1;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.rfind("fingerprint\t", 0) == 0) {
+      fp += line.substr(12) + "\n";
+      continue;
+    }
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, '\t');) f.push_back(cell);
+    bool ok = f.size() >= 7 && f[0] == "row" && !f[1].empty() && !f[5].empty();
+    Row r;
+    if (ok) {
+      r.native = f[1];
+      char* end = nullptr;
+      r.key = std::strtoull(f[2].c_str(), &end, 16);
+      ok = *end == '\0' && field(r.key, 0, 8) < capture::kNumOps && field(r.key, 8, 4) < capture::kNumDTypes &&
+           (r.key >> 38) == 0 && class_text(r.key) == f[3];
+      r.size = f[4];
+      r.choice = f[5];
+    }
+    bool chosen_measured = false;
+    for (size_t i = 6; ok && i < f.size(); ++i) {
+      const size_t eq = f[i].find('=');
+      char* end = nullptr;
+      const double g = eq == std::string::npos ? -1 : std::strtod(f[i].c_str() + eq + 1, &end);
+      ok = eq > 0 && eq != std::string::npos && end && *end == '\0' && g >= 0;
+      if (ok) {
+        r.rates.push_back({f[i].substr(0, eq), g});
+        chosen_measured |= r.rates.back().candidate == r.choice;
+      }
+    }
+    if (!ok || !chosen_measured) {
+      why = "corrupt at line " + std::to_string(number);
+      return false;
+    }
+    out.push_back(std::move(r));
+  }
+  if (fp != fingerprint) {
+    why = "written for another machine, library build or SOL version";
+    return false;
+  }
+  rows = std::move(out);
+  return true;
+}
+
+// ---------------------------------------------------------------------------- Profile
+
+Profile::Profile(const config::Config& cfg, const std::string& libsol) : measure_(cfg.tune) {
+  dir_ = profile_dir(cfg);
+  fingerprint_ = machine_fingerprint(cfg, libsol);
+  if (!dir_.empty()) {
+    char name[64];
+    std::snprintf(name, sizeof name, "/profile-%016" PRIx64 ".tsv", fnv1a(fingerprint_));
+    path_ = dir_ + name;
+  }
+}
+
+uint64_t Profile::slot_key(int native, uint64_t key) noexcept {
+  return key | static_cast<uint64_t>(native + 1) << 56;
+}
+
+Profile::Slot* Profile::find(uint64_t k, bool insert) noexcept {
+  size_t i = static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 52) & (kSlots - 1);
+  for (size_t probe = 0; probe < kSlots; ++probe, i = (i + 1) & (kSlots - 1)) {
+    Slot& s = slots_[i];
+    uint64_t cur = s.key.load(std::memory_order_acquire);
+    if (cur == k) return &s;
+    if (cur == 0) {
+      if (!insert) return nullptr;
+      if (s.key.compare_exchange_strong(cur, k, std::memory_order_acq_rel)) return &s;
+      if (cur == k) return &s;
+    }
+  }
+  return nullptr;  // full: the class routes by the built-in order
+}
+
+int Profile::native_index(const std::string& identity) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int n = nnatives_.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i)
+    if (natives_[i] == identity) return i;
+  if (n == kMaxNatives) return -1;
+  natives_[n] = identity;
+  nnatives_.store(n + 1, std::memory_order_release);
+  return n;
+}
+
+int Profile::candidate_index(const std::string& name) {
+  const int n = ncandidates_.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i)
+    if (candidates_[i] == name) return i;
+  if (n == kMaxCandidates) return kUnrouted;
+  candidates_[n] = name;
+  ncandidates_.store(n + 1, std::memory_order_release);
+  return n;
+}
+
+const char* Profile::candidate_name(int index) const noexcept {
+  if (index < 0 || index >= ncandidates_.load(std::memory_order_acquire)) return nullptr;
+  return candidates_[index].c_str();
+}
+
+int Profile::lookup(int native, uint64_t key) noexcept {
+  if (native < 0) return kUnrouted;
+  const uint64_t k = slot_key(native, key);
+  if (Slot* s = find(k, false)) return s->value.load(std::memory_order_acquire);
+  // First sight of this class in this process: what the file says, if anything.
+  try {
+    std::lock_guard<std::mutex> lock(mu_);
+    load_locked();
+    auto it = rows_.find({natives_[native], key});
+    const int v = it == rows_.end() ? kUnknown : candidate_index(it->second.choice);
+    if (v == kUnknown) return kUnknown;
+    Slot* s = find(k, true);
+    if (!s) return kUnrouted;
+    int32_t expected = kUnknown;
+    s->value.compare_exchange_strong(expected, v, std::memory_order_acq_rel);
+    return s->value.load(std::memory_order_acquire);
+  } catch (...) {
+    return kUnrouted;
+  }
+}
+
+bool Profile::claim(int native, uint64_t key) noexcept {
+  if (native < 0) return false;
+  Slot* s = find(slot_key(native, key), true);
+  if (!s) return false;
+  int32_t expected = kUnknown;
+  return s->value.compare_exchange_strong(expected, kMeasuring, std::memory_order_acq_rel);
+}
+
+void Profile::release(int native, uint64_t key) noexcept {
+  if (Slot* s = find(slot_key(native, key), false)) s->value.store(kUnrouted, std::memory_order_release);
+}
+
+void Profile::unrouted(int native, uint64_t key) noexcept {
+  if (native < 0) return;
+  if (Slot* s = find(slot_key(native, key), true)) {
+    int32_t expected = kUnknown;
+    s->value.compare_exchange_strong(expected, kUnrouted, std::memory_order_acq_rel);
+  }
+}
+
+void Profile::record(int native, Row row) {
+  Slot* s = find(slot_key(native, row.key), true);
+  std::lock_guard<std::mutex> lock(mu_);
+  row.native = natives_[native];
+  const int v = candidate_index(row.choice);
+  if (s) s->value.store(v, std::memory_order_release);
+  load_locked();
+  rows_[{row.native, row.key}] = row;
+  write_locked(row);
+}
+
+void Profile::load_locked() {
+  if (loaded_) return;
+  loaded_ = true;
+  if (path_.empty()) return;
+  std::vector<Row> rows;
+  std::string why;
+  if (!read_file(path_, fingerprint_, rows, why)) {
+    if (why != "missing")
+      log::once(log::Level::warn, "profile:" + path_, "profile %s ignored (%s); it will be rebuilt", path_.c_str(),
+                why.c_str());
+    return;
+  }
+  for (auto& r : rows) rows_[{r.native, r.key}] = std::move(r);
+}
+
+// Under an exclusive lock on a companion file: read what other processes wrote since, merge this
+// row in, write a temporary file and rename it over the profile. Readers see the old or the new
+// file, never a mix; a crash leaves at most a temporary file behind.
+void Profile::write_locked(const Row& row) {
+  if (path_.empty()) return;
+  if (const std::string why = fs_safety::make_private_dir(dir_); !why.empty()) {
+    log::once(log::Level::warn, "profile-dir:" + dir_, "profile directory %s not used (%s): measurements are kept for this process only",
+              dir_.c_str(), why.c_str());
+    path_.clear();
+    return;
+  }
+  const std::string lock_path = path_.substr(0, path_.size() - 4) + ".lock";
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (lock < 0) return;
+  while (::flock(lock, LOCK_EX) != 0 && errno == EINTR) {
+  }
+  std::vector<Row> theirs;
+  std::string why;
+  if (read_file(path_, fingerprint_, theirs, why))
+    for (auto& r : theirs) rows_.emplace(std::make_pair(r.native, r.key), std::move(r));  // ours win
+  rows_[{row.native, row.key}] = row;
+
+  std::string text = std::string(kMagic) + "\n";
+  std::istringstream fp(fingerprint_);
+  for (std::string l; std::getline(fp, l);) text += "fingerprint\t" + l + "\n";
+  for (const auto& [k, r] : rows_) {
+    char hex[24];
+    std::snprintf(hex, sizeof hex, "%" PRIx64, r.key);
+    text += "row\t" + r.native + "\t" + hex + "\t" + class_text(r.key) + "\t" + r.size + "\t" + r.choice;
+    for (const auto& rate : r.rates) {
+      char g[32];
+      std::snprintf(g, sizeof g, "%.3f", rate.gflops);
+      text += "\t" + rate.candidate + "=" + g;
+    }
+    text += "\n";
+  }
+  const std::string tmp = path_ + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(::gettid());
+  std::string error;
+  const int fd = fs_safety::open_new_private(tmp, 0, error);
+  bool ok = fd >= 0;
+  for (size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  if (fd >= 0) ::close(fd);
+  if (!ok || !fs_safety::rename_over_own(tmp, path_, error)) {
+    ::unlink(tmp.c_str());
+    log::once(log::Level::warn, "profile-write:" + path_, "could not write profile %s (%s)", path_.c_str(),
+              error.empty() ? std::strerror(errno) : error.c_str());
+  }
+  ::close(lock);  // releases the flock
+}
+
+void Profile::after_fork_child() noexcept {
+  new (&mu_) std::mutex;
+}
+
+}  // namespace sol::hal::profile

@@ -1,0 +1,135 @@
+// What auto measured on this machine: per native library, routine, element type, shape class
+// and transposes, each candidate's rate and the one chosen. Kept in memory in a lock-free table
+// (one atomic probe sequence per routed call) and on disk in a per-machine profile file under the
+// user's cache directory, so that a later process routes identically from its first call.
+//
+// The file is keyed by everything the figures depend on (the machine fingerprint: SOL's version,
+// the CPU, the environment variables that change a library's kernels or threads, the libraries
+// the backends open) and each row by the native library's identity (file, size, mtime): a
+// change of CPU, library or SOL starts a new profile instead of trusting stale figures. Writers
+// merge under an exclusive lock and replace the file atomically (temporary file + rename), so
+// concurrent processes, threads and forked children never leave a torn or half-merged file.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "capture/ir/node.hpp"
+
+namespace sol::config {
+struct Config;
+}
+
+namespace sol::hal::profile {
+
+// ---------------------------------------------------------------------------- shape classes
+
+// A BLAS node's class: its routine, element type, layout, transposes and other character
+// arguments, whether its vectors are contiguous, and each of m, n, k rounded down to a power of
+// two (octaves), the largest sizes sharing one. A sweep of sizes measures once per octave, and a
+// choice made at one size of an octave holds for the others (bench/gemm_sweep.py checks it).
+uint64_t class_of(const capture::Node& node) noexcept;
+// The same, readably: "gemm f32 C/N/T m=256 n=256 k=64" (a dimension's octave by its lower end;
+// "-" for one the routine does not have).
+std::string class_text(uint64_t key);
+// The octave a size belongs to, by its lower end (300 -> 256); sizes from kLargest up share one.
+int64_t octave(int64_t size) noexcept;
+inline constexpr int64_t kLargest = 4096;
+
+// ---------------------------------------------------------------------------- measurements
+
+struct Rate {
+  std::string candidate;  // "native" or a backend's name
+  double gflops;          // measured; 0 when it declined the node
+};
+
+struct Row {
+  std::string native;  // identity of the native library (library_identity)
+  uint64_t key = 0;    // class_of
+  std::string size;    // the call measured, "300x300x300"
+  std::vector<Rate> rates;
+  std::string choice;
+};
+
+// "realpath:size:mtime" of the file holding `fn` (the program's own routine), or "none".
+std::string library_identity(const void* fn);
+
+// Everything the profile's figures depend on, one "name=value" per line. `libsol`: the path of
+// libsol.so (a rebuilt SOL may compute differently); "" for the one this code is linked into
+// when that is libsol.so itself.
+std::string machine_fingerprint(const config::Config& cfg, const std::string& libsol = "");
+// The profile directory: tune.dir, else $XDG_CACHE_HOME/sol, else ~/.cache/sol.
+std::string profile_dir(const config::Config& cfg);
+
+// Reads a profile file. false with `why` when it is missing, unreadable, of another version, of
+// another machine (its fingerprint differs from `fingerprint`), or corrupt.
+bool read_file(const std::string& path, const std::string& fingerprint, std::vector<Row>& rows, std::string& why);
+
+class Profile {
+ public:
+  // Values of lookup().
+  static constexpr int kUnknown = -1;    // never measured
+  static constexpr int kMeasuring = -2;  // being measured by another thread right now
+  static constexpr int kUnrouted = -3;   // nothing known and nothing will be: route by the built-in order
+
+  explicit Profile(const config::Config& cfg, const std::string& libsol = "");
+
+  // Whether the profile may measure (tune.measure and a usable directory or none needed).
+  bool measuring() const noexcept { return measure_; }
+  // The path of this machine's profile file ("" when no directory can be used).
+  const std::string& path() const noexcept { return path_; }
+
+  // A small number for a native library identity, stable within the process (0..14); -1 when
+  // the table of identities is full.
+  int native_index(const std::string& identity);
+
+  // The candidate chosen for (native, key): an index for candidate_name(), or a k* value. Lock-free.
+  int lookup(int native, uint64_t key) noexcept;
+  // Marks (native, key) as being measured by the caller. false when someone else got there first
+  // or it is known.
+  bool claim(int native, uint64_t key) noexcept;
+  // Gives up a claim (measurement failed): the class routes by the built-in order from now on.
+  void release(int native, uint64_t key) noexcept;
+  // Stores a measurement (the caller's claim) and writes it to the file.
+  void record(int native, Row row);
+  // Marks (native, key) as routed by the built-in order for this process (measurement off).
+  void unrouted(int native, uint64_t key) noexcept;
+
+  const char* candidate_name(int index) const noexcept;
+
+  // In a forked child: locks taken by other threads at fork time are not held by anyone.
+  void after_fork_child() noexcept;
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> key{0};
+    std::atomic<int32_t> value{kUnknown};
+  };
+  static constexpr size_t kSlots = 4096;
+  static constexpr int kMaxNatives = 15;
+  static constexpr int kMaxCandidates = 16;
+
+  static uint64_t slot_key(int native, uint64_t key) noexcept;
+  Slot* find(uint64_t k, bool insert) noexcept;
+  int candidate_index(const std::string& name);
+  void load_locked();  // reads the file into rows_ (once)
+  void write_locked(const Row& row);
+
+  bool measure_;
+  std::string dir_, path_, fingerprint_;
+
+  Slot slots_[kSlots];
+  std::mutex mu_;  // everything below; never taken on the routed path once a class is known
+  bool loaded_ = false;
+  std::string natives_[kMaxNatives];
+  std::atomic<int> nnatives_{0};
+  std::string candidates_[kMaxCandidates];
+  std::atomic<int> ncandidates_{0};
+  std::map<std::pair<std::string, uint64_t>, Row> rows_;  // from the file, by (native, key)
+};
+
+}  // namespace sol::hal::profile

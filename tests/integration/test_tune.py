@@ -1,0 +1,247 @@
+"""auto measures instead of assuming: measured routing, the per-machine profile, the below-par
+native warning, and that measuring never touches the caller's memory.
+
+Decisions are tested, never figures: which candidate auto avoids when one is made slow, that it
+leaves a misdetected native library, that a second process does not measure again."""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import LIBSOL, PROGRAMS, REFERENCE_BLAS_DIR, SOL, clean_env, run, sol_lines
+
+# See auto(); also for the runs compared with them (OpenBLAS's results depend on its thread count).
+ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+MEASURED = re.compile(r"^sol: measured (.+?) \((\w+), ([0-9x]+)\):(.*) GFLOP/s; auto takes (\w+)$")
+
+
+@pytest.fixture
+def cache():
+    """A cache directory of this test's own: its profile starts empty."""
+    d = tempfile.mkdtemp(prefix="sol-tune-test-")
+    yield d
+    shutil.rmtree(d, True)
+
+
+def auto(cache, program, *args, **env):
+    # One thread per library: CTest runs tests side by side on few cores, where a multi-threaded
+    # GEMM waits for a descheduled thread of its own and any figure is noise. The decisions tested
+    # here hold single-threaded by wide margins.
+    e = {"XDG_CACHE_HOME": cache, "SOL_BACKEND": "auto", "SOL_TUNE": "1", "SOL_LOG": "debug", **ONE_THREAD}
+    e.update(env)
+    return run([str(PROGRAMS / program), *map(str, args)], env=e)
+
+
+def measured(stderr):
+    """{(class, symbol): (rates, choice)} of the measurements a run made."""
+    out = {}
+    for line in stderr.splitlines():
+        m = MEASURED.match(line)
+        if m:
+            rates = dict((k, float(v)) for k, v in (r.split("=") for r in m.group(4).split()))
+            out[(m.group(1), m.group(2))] = (rates, m.group(5))
+    return out
+
+
+def profiles(cache):
+    return glob.glob(os.path.join(cache, "sol", "profile-*.tsv"))
+
+
+def rows(path):
+    with open(path) as f:
+        return [l.rstrip("\n").split("\t") for l in f if l.startswith("row\t")]
+
+
+def warnings(stderr):
+    return [l for l in sol_lines(stderr) if not l.startswith("sol: debug:") and "below" in l]
+
+
+def test_measuring_leaves_caller_memory_alone_and_results_are_the_chosen_backends(cache):
+    first = auto(cache, "measured_calls")
+    assert first.returncode == 0, first.stderr
+    got = measured(first.stderr)
+    assert got, "nothing was measured:\n" + first.stderr
+    # The first call of a class runs natively (native's sample) and the candidates compute on
+    # copies: everything the program sees is what its own library gives it.
+    native = run([str(PROGRAMS / "measured_calls")], preload=False, env=ONE_THREAD)
+    assert "canaries intact" in native.stdout
+    assert first.stdout == native.stdout
+    # The invalid call was never measured, and reported exactly as the library reports it.
+    assert not any(sym == "dgemm_" for _, sym in got)
+    assert "parameter number 13" in native.stdout + native.stderr
+    assert [l for l in first.stderr.splitlines() if "DGEMM" in l] == \
+           [l for l in native.stderr.splitlines() if "DGEMM" in l]
+    # From then on, bit for bit what the chosen candidate computes when asked for directly: the
+    # "beta" line is the NT call's class, the "alias" line the NN call's.
+    routed = auto(cache, "measured_calls")
+    assert measured(routed.stderr) == {}
+    lines = dict(l.split(":", 1) for l in routed.stdout.splitlines() if ":" in l)
+    assert len(got) == 2, got
+    for (cls, _), (rates, choice) in got.items():
+        line = "beta" if "transb=T" in cls else "alias"
+        direct = native if choice == "native" else \
+            run([str(PROGRAMS / "measured_calls")], env={"SOL_BACKEND": choice, **ONE_THREAD})
+        assert direct.returncode == 0
+        assert lines[line] == dict(l.split(":", 1) for l in direct.stdout.splitlines() if ":" in l)[line], \
+            (cls, rates, choice)
+
+
+def test_a_second_process_routes_from_the_profile_without_measuring(cache):
+    first = auto(cache, "measured_calls")
+    assert measured(first.stderr)
+    [path] = profiles(cache)
+    before = rows(path)
+    second = auto(cache, "measured_calls")
+    assert second.returncode == 0
+    assert measured(second.stderr) == {}, second.stderr
+    assert "canaries intact" in second.stdout
+    assert rows(path) == before
+    # Files private to the user.
+    assert os.stat(path).st_mode & 0o077 == 0
+    assert os.stat(os.path.dirname(path)).st_mode & 0o077 == 0
+
+
+@pytest.mark.parametrize("slow", ["openblas", "onednn"])
+def test_a_slow_backend_is_avoided(cache, slow):
+    r = auto(cache, "measured_calls", 256, SOL_TEST_SLOW=slow)
+    got = measured(r.stderr)
+    assert got, r.stderr
+    for (cls, _), (rates, choice) in got.items():
+        assert slow in rates, (cls, rates)
+        assert choice != slow, (cls, rates, choice)
+
+
+def test_measurement_off(cache):
+    r = auto(cache, "measured_calls", SOL_TUNE="0")
+    assert r.returncode == 0
+    assert measured(r.stderr) == {}
+    assert profiles(cache) == []
+    assert "canaries intact" in r.stdout
+
+
+def test_a_corrupt_profile_is_ignored_with_one_line_and_rebuilt(cache):
+    auto(cache, "measured_calls")
+    [path] = profiles(cache)
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(text + "row\ttorn")
+    r = auto(cache, "measured_calls", SOL_LOG="warn")
+    ignored = [l for l in sol_lines(r.stderr) if "ignored" in l]
+    assert len(ignored) == 1 and path in ignored[0] and "corrupt" in ignored[0], r.stderr
+    assert "canaries intact" in r.stdout
+    again = auto(cache, "measured_calls")
+    assert measured(again.stderr) == {} and not [l for l in sol_lines(again.stderr) if "ignored" in l]
+
+
+def test_another_cpu_or_native_library_is_measured_again(cache):
+    auto(cache, "measured_calls")
+    [mine] = profiles(cache)
+    other_cpu = auto(cache, "measured_calls", SOL_TEST_CPU_MODEL="Some Other CPU")
+    assert measured(other_cpu.stderr)
+    assert len(profiles(cache)) == 2
+    # The reference BLAS as the program's library: a row of its own in this machine's profile.
+    reference = auto(cache, "measured_calls", 512, LD_LIBRARY_PATH=REFERENCE_BLAS_DIR)
+    got = measured(reference.stderr)
+    assert got, reference.stderr
+    natives = {r[1].split(":")[0] for r in rows(mine)}
+    assert any("/blas/" in n for n in natives) and len(natives) == 2, natives
+    # ...which is far below the CPU's ability: auto leaves it, and says so once.
+    for rates, choice in got.values():
+        assert choice != "native", rates
+    assert len(warnings(reference.stderr)) == 1, reference.stderr
+
+
+def test_processes_measuring_at_once_keep_every_measurement(cache):
+    sizes = [64, 128, 256, 512]
+    procs = [subprocess.Popen([str(PROGRAMS / "measured_calls"), str(n)],
+                              env=clean_env({"XDG_CACHE_HOME": cache, "SOL_BACKEND": "auto", "SOL_TUNE": "1", **ONE_THREAD}),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for n in sizes]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    [path] = profiles(cache)
+    classes = {r[3] for r in rows(path)}
+    # Per size, the NT call (beta) and the NN call (aliasing): two classes each.
+    assert len(classes) == 2 * len(sizes), classes
+
+
+def cpu_above_sse3():
+    flags = open("/proc/cpuinfo").read()
+    return " avx2 " in flags or " avx " in flags
+
+
+@pytest.mark.skipif(not cpu_above_sse3(), reason="this CPU runs Prescott kernels by right")
+def test_misdetected_openblas_is_reported_once_and_routed_around(cache):
+    env = {"OPENBLAS_CORETYPE": "Prescott"}
+    native = run([str(PROGRAMS / "measured_calls"), "512"], preload=False, env={**env, **ONE_THREAD})
+    assert native.returncode == 0
+    r = auto(cache, "measured_calls", 512, SOL_LOG="warn", **env)
+    assert r.returncode == 0, r.stderr
+    lines = warnings(r.stderr)
+    assert len(lines) == 1, r.stderr
+    assert "OPENBLAS_CORETYPE=" in lines[0] and "Prescott" in lines[0], lines
+    assert "canaries intact" in r.stdout
+    dbg = auto(cache, "measured_calls", 512, SOL_TEST_CPU_MODEL="fresh profile", **env)
+    got = measured(dbg.stderr)
+    assert got, dbg.stderr
+    for rates, choice in got.values():
+        assert choice != "native", rates
+    # Without the misdetection, the same machine has nothing to say.
+    quiet = auto(cache, "measured_calls", 512, SOL_LOG="warn")
+    assert not [l for l in warnings(quiet.stderr) if "OPENBLAS_CORETYPE" in l], quiet.stderr
+
+
+def numbers(text):
+    return [float(x) for x in re.findall(r"[-+]?\d+\.\d+(?:e[-+]?\d+)?", text)]
+
+
+def test_framework_workloads_under_auto_with_measurement(cache):
+    """The shared PyTorch and NumPy workloads under auto, measuring from an empty profile: they run,
+    and their results agree with the native run's to float rounding (auto may pick another
+    library for some shapes)."""
+    from conftest import PYTHON, SOURCE
+    workloads = SOURCE.parent / "shared" / "workloads"
+    if not workloads.is_dir():
+        pytest.skip("../shared/workloads is not beside the checkout")
+    env = {"XDG_CACHE_HOME": cache, "SOL_BACKEND": "auto", "SOL_TUNE": "1"}
+    for cmd, rel in (([PYTHON, str(workloads / "torch_train.py"), "--iters", "5"], 1e-4),
+                     ([PYTHON, str(workloads / "numpy_blas.py")], 1e-5)):
+        sol = run(cmd, env=env)
+        assert sol.returncode == 0, sol.stderr
+        native = run(cmd, preload=False)
+        got, want = numbers(sol.stdout.split("loop_s")[0]), numbers(native.stdout.split("loop_s")[0])
+        assert len(got) == len(want) > 0, (sol.stdout, native.stdout)
+        for g, w in zip(got, want):
+            assert abs(g - w) <= rel * max(1.0, abs(w)), (cmd, sol.stdout, native.stdout)
+    assert profiles(cache), "nothing was measured"
+
+
+def test_sol_tune_measures_ahead_and_shows_the_profile(cache):
+    env = {"XDG_CACHE_HOME": cache, "SOL_TUNE": "1", **ONE_THREAD}
+    r = run([SOL, "tune", "--quick", "--time-limit", "60"], preload=False, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "sol: tune:" in r.stderr
+    [path] = profiles(cache)
+    assert path in r.stdout
+    measured_rows = rows(path)
+    assert len(measured_rows) >= 8, r.stdout  # s/d gemm NN/TN/NT at two sizes, gemv
+    # A program then routes its first call from the profile: nothing left to measure.
+    again = auto(cache, "measured_calls", 256)
+    assert measured(again.stderr) == {} or all("transb=T" in c for c, _ in measured(again.stderr))
+    shown = run([SOL, "tune", "--show", "--format", "json"], preload=False, env=env)
+    assert shown.returncode == 0, shown.stderr
+    import json
+    data = json.loads(shown.stdout)
+    assert data["path"] == path and len(data["rows"]) == len(rows(path))
+    for row in data["rows"]:
+        assert row["choice"] in row["gflops"] and row["gflops"][row["choice"]] > 0
+        assert row["routine"] in ("sgemm", "dgemm", "sgemv", "dgemv")
+    text = run([SOL, "tune", "--show"], preload=False, env=env)
+    assert "sgemm" in text.stdout and "choice" in text.stdout
+    off = run([SOL, "tune"], preload=False, env={**env, "SOL_TUNE": "0"})
+    assert off.returncode == 2 and sol_lines(off.stderr) == [off.stderr.strip()]

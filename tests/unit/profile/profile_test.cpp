@@ -1,0 +1,244 @@
+#include "hal/profile.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace sol::hal::profile {
+namespace {
+
+using capture::DType;
+using capture::Node;
+using capture::Op;
+
+Node gemm(int64_t m, int64_t n, int64_t k, char ta = 'N', char tb = 'N', DType dt = DType::f32) {
+  Node node(capture::Sym{}, Op::gemm, dt);
+  node.blas.layout = 'C';
+  node.blas.transa = ta;
+  node.blas.transb = tb;
+  node.blas.m = m, node.blas.n = n, node.blas.k = k;
+  return node;
+}
+
+TEST(ShapeClass, OctavesShareAClass) {
+  EXPECT_EQ(class_of(gemm(256, 256, 256)), class_of(gemm(300, 511, 400)));
+  EXPECT_NE(class_of(gemm(256, 256, 256)), class_of(gemm(512, 256, 256)));
+  EXPECT_NE(class_of(gemm(256, 256, 256)), class_of(gemm(256, 256, 255)));
+  EXPECT_EQ(class_of(gemm(4096, 4096, 4096)), class_of(gemm(9000, 5000, 100000)));  // the largest share one
+  EXPECT_EQ(octave(300), 256);
+  EXPECT_EQ(octave(1), 1);
+  EXPECT_EQ(octave(100000), kLargest);
+}
+
+TEST(ShapeClass, ArgumentsThatChangeKernels) {
+  EXPECT_NE(class_of(gemm(64, 64, 64, 'N', 'N')), class_of(gemm(64, 64, 64, 'T', 'N')));
+  EXPECT_NE(class_of(gemm(64, 64, 64)), class_of(gemm(64, 64, 64, 'N', 'N', DType::f64)));
+  // A real matrix's conjugate transpose is its transpose; case does not matter.
+  EXPECT_EQ(class_of(gemm(64, 64, 64, 'C', 'n')), class_of(gemm(64, 64, 64, 't', 'N')));
+  EXPECT_NE(class_of(gemm(64, 64, 64, 'C', 'N', DType::c64)), class_of(gemm(64, 64, 64, 'T', 'N', DType::c64)));
+  Node row = gemm(64, 64, 64);
+  row.blas.layout = 'R';
+  EXPECT_NE(class_of(row), class_of(gemm(64, 64, 64)));
+  Node v(capture::Sym{}, Op::gemv, DType::f32);
+  v.blas.layout = 'C', v.blas.transa = 'N', v.blas.m = v.blas.n = 100, v.blas.incx = v.blas.incy = 1;
+  const uint64_t unit = class_of(v);
+  v.blas.incx = 2;
+  EXPECT_NE(class_of(v), unit);
+  EXPECT_EQ(class_text(class_of(gemm(300, 70, 5000, 'T', 'N'))), "gemm f32 transa=T transb=N m=256 n=64 k=4096+");
+}
+
+// A private profile directory per test.
+class ProfileFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/sol-profile-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    config::Environment env;
+    env.get = [](const char*) -> const char* { return nullptr; };
+    cfg_ = config::load(env);
+    cfg_.tune_dir = dir_ + "/sol";
+  }
+  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+
+  static Row row(uint64_t key, const std::string& choice) {
+    Row r;
+    r.key = key;
+    r.size = "1x1x1";
+    r.rates = {{"native", 1.0}, {"openblas", 2.0}, {"onednn", 3.0}};
+    r.choice = choice;
+    return r;
+  }
+  std::string read(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+
+  std::string dir_;
+  config::Config cfg_;
+};
+
+TEST_F(ProfileFiles, ASecondProcessRoutesFromTheFirstCall) {
+  const uint64_t key = class_of(gemm(512, 512, 512));
+  {
+    Profile p(cfg_);
+    const int lib = p.native_index("/usr/lib/libblas.so.3:1:2");
+    EXPECT_EQ(p.lookup(lib, key), Profile::kUnknown);
+    ASSERT_TRUE(p.claim(lib, key));
+    EXPECT_FALSE(p.claim(lib, key));  // one measurer
+    EXPECT_EQ(p.lookup(lib, key), Profile::kMeasuring);
+    p.record(lib, row(key, "onednn"));
+    EXPECT_STREQ(p.candidate_name(p.lookup(lib, key)), "onednn");
+  }
+  Profile again(cfg_);
+  const int lib = again.native_index("/usr/lib/libblas.so.3:1:2");
+  ASSERT_GE(again.lookup(lib, key), 0);
+  EXPECT_STREQ(again.candidate_name(again.lookup(lib, key)), "onednn");
+  // Another native library has measured nothing.
+  EXPECT_EQ(again.lookup(again.native_index("/opt/other/libblas.so.3:1:2"), key), Profile::kUnknown);
+}
+
+TEST_F(ProfileFiles, AnotherLibraryBuildStartsAnotherProfile) {
+  const uint64_t key = class_of(gemm(512, 512, 512));
+  Profile p(cfg_);
+  p.record(p.native_index("lib"), row(key, "openblas"));
+  config::Config other = cfg_;
+  other.onednn_library = "/nonexistent/libdnnl.so.2";  // the backend would open another oneDNN
+  Profile q(other);
+  EXPECT_NE(q.path(), p.path());
+  EXPECT_EQ(q.lookup(q.native_index("lib"), key), Profile::kUnknown);
+  // A file whose fingerprint is not this machine's is refused even under this machine's name.
+  std::vector<Row> rows;
+  std::string why;
+  EXPECT_FALSE(read_file(p.path(), machine_fingerprint(other), rows, why));
+  EXPECT_NE(why.find("another machine"), std::string::npos) << why;
+  EXPECT_TRUE(read_file(p.path(), machine_fingerprint(cfg_), rows, why)) << why;
+  EXPECT_EQ(rows.size(), 1u);
+}
+
+TEST_F(ProfileFiles, ACorruptFileIsIgnoredAndRebuilt) {
+  const uint64_t key = class_of(gemm(512, 512, 512));
+  std::string path;
+  {
+    Profile p(cfg_);
+    p.record(p.native_index("lib"), row(key, "openblas"));
+    path = p.path();
+  }
+  std::string text = read(path);
+  const size_t at = text.find("openblas=2.000");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 14, "openblas=2.0x0");
+  std::ofstream(path) << text;
+  std::vector<Row> rows;
+  std::string why;
+  EXPECT_FALSE(read_file(path, machine_fingerprint(cfg_), rows, why));
+  EXPECT_NE(why.find("corrupt"), std::string::npos) << why;
+
+  Profile p(cfg_);
+  const int lib = p.native_index("lib");
+  EXPECT_EQ(p.lookup(lib, key), Profile::kUnknown);  // measured again
+  ASSERT_TRUE(p.claim(lib, key));
+  p.record(lib, row(key, "onednn"));
+  EXPECT_TRUE(read_file(path, machine_fingerprint(cfg_), rows, why)) << why;
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].choice, "onednn");
+
+  std::ofstream(path) << "garbage\n";
+  EXPECT_FALSE(read_file(path, machine_fingerprint(cfg_), rows, why));
+  std::ofstream(path) << "";
+  EXPECT_FALSE(read_file(path, machine_fingerprint(cfg_), rows, why));
+}
+
+TEST_F(ProfileFiles, MeasurementOff) {
+  cfg_.tune = false;
+  Profile p(cfg_);
+  EXPECT_FALSE(p.measuring());
+  const uint64_t key = class_of(gemm(512, 512, 512));
+  const int lib = p.native_index("lib");
+  p.unrouted(lib, key);
+  EXPECT_EQ(p.lookup(lib, key), Profile::kUnrouted);
+  EXPECT_FALSE(p.claim(lib, key));
+  struct stat st;
+  EXPECT_NE(::stat(p.path().c_str(), &st), 0);  // nothing written
+}
+
+TEST_F(ProfileFiles, ConcurrentThreadsLoseNothing) {
+  constexpr int kThreads = 4, kEach = 25;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      Profile p(cfg_);  // as separate processes would: each merges under the lock
+      const int lib = p.native_index("lib");
+      for (int i = 0; i < kEach; ++i) {
+        const uint64_t key = class_of(gemm(1 << (i % 12), 1 << (i / 12 + 4 * t % 12), 1 << t));
+        if (p.claim(lib, key)) p.record(lib, row(key, "openblas"));
+      }
+    });
+  for (auto& t : threads) t.join();
+  Profile p(cfg_);
+  std::vector<Row> rows;
+  std::string why;
+  ASSERT_TRUE(read_file(p.path(), machine_fingerprint(cfg_), rows, why)) << why;
+  EXPECT_EQ(rows.size(), static_cast<size_t>(kThreads * kEach));
+}
+
+TEST_F(ProfileFiles, ForkedWritersLoseNothing) {
+  constexpr int kChildren = 4, kEach = 20;
+  Profile parent(cfg_);
+  const int lib = parent.native_index("lib");
+  parent.record(lib, row(class_of(gemm(3, 3, 3)), "native"));
+  std::vector<pid_t> pids;
+  for (int c = 0; c < kChildren; ++c) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      parent.after_fork_child();
+      for (int i = 0; i < kEach; ++i) {
+        const uint64_t key = class_of(gemm(1 << c, 1 << (i % 12), 1 << (i / 12 + 6)));
+        if (parent.claim(lib, key)) parent.record(lib, row(key, "onednn"));
+      }
+      std::_Exit(0);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  std::vector<Row> rows;
+  std::string why;
+  ASSERT_TRUE(read_file(parent.path(), machine_fingerprint(cfg_), rows, why)) << why;
+  EXPECT_EQ(rows.size(), static_cast<size_t>(1 + kChildren * kEach));
+}
+
+TEST_F(ProfileFiles, ADirectoryOthersCanWriteIsNotUsed) {
+  const std::string shared = dir_ + "/shared";
+  ASSERT_EQ(::mkdir(shared.c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+  cfg_.tune_dir = shared;
+  Profile p(cfg_);
+  const std::string path = p.path();
+  const uint64_t key = class_of(gemm(512, 512, 512));
+  const int lib = p.native_index("lib");
+  ASSERT_TRUE(p.claim(lib, key));
+  p.record(lib, row(key, "openblas"));
+  EXPECT_STREQ(p.candidate_name(p.lookup(lib, key)), "openblas");  // kept for this process
+  struct stat st;
+  EXPECT_NE(::stat(path.c_str(), &st), 0);
+}
+
+}  // namespace
+}  // namespace sol::hal::profile

@@ -1,0 +1,57 @@
+#include "tools/sol/native_blas.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "common/cpu.hpp"
+#include "common/openblas_core.hpp"
+
+namespace sol::tools {
+namespace {
+
+// The file behind a dlopen handle, symbolic links (Debian's alternatives) resolved.
+std::string file_of(void* handle) {
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name || !*map->l_name) return "";
+  char* real = realpath(map->l_name, nullptr);
+  std::string path = real ? real : map->l_name;
+  std::free(real);
+  return path;
+}
+
+}  // namespace
+
+void print_native_blas(std::FILE* out) {
+  const cpu::Info& cpu = cpu::info();
+  std::fprintf(out, "CPU: %s, %s, %d CPUs for this process\n",
+               cpu.model.empty() ? cpu.vendor.c_str() : cpu.model.c_str(), cpu::isa_name(cpu.isa), cpu.cpus);
+
+  // What a program linked to the BLAS gets: the loader's search, as for the program itself.
+  void* lib = dlopen("libblas.so.3", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* e = dlerror();
+    std::fprintf(out, "native BLAS: libblas.so.3 cannot be loaded: %s\n", e ? e : "no reason given");
+    return;
+  }
+  const std::string file = file_of(lib);
+  openblas_core::Check check;
+  if (!openblas_core::check(lib, check)) {
+    std::fprintf(out, "native BLAS: libblas.so.3 -> %s (not OpenBLAS)\n", file.empty() ? "?" : file.c_str());
+  } else {
+    // Debian's OpenBLAS libblas.so.3 is a small library that forwards to libopenblas.so.0.
+    if (check.library.empty() || check.library == file)
+      std::fprintf(out, "native BLAS: libblas.so.3 -> %s\n", file.c_str());
+    else
+      std::fprintf(out, "native BLAS: libblas.so.3 -> %s, OpenBLAS in %s\n", file.c_str(),
+                   check.library.c_str());
+    std::fprintf(out, "  %s: %s kernels (%s)\n", check.config.c_str(), check.core.c_str(),
+                 cpu::isa_name(check.core_isa));
+    if (check.below_par) std::fprintf(out, "  below par: %s\n", check.fix.c_str());
+  }
+  dlclose(lib);
+}
+
+}  // namespace sol::tools

@@ -1,0 +1,162 @@
+// sol tune: measure ahead of time what auto would measure at a program's first calls, and show
+// the profile those measurements live in (hal/profile.hpp).
+#include <dirent.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/config.hpp"
+#include "hal/profile.hpp"
+#include "tools/sol/commands.hpp"
+
+namespace sol::tools {
+namespace {
+
+namespace profile = hal::profile;
+
+std::string find_driver() {
+  const std::string lib = find_libsol();
+  if (lib.empty()) return {};
+  const std::string dir = lib.substr(0, lib.rfind('/'));
+  for (const std::string& c : {dir + "/sol-tune-driver", dir + "/../libexec/sol/sol-tune-driver"})
+    if (::access(c.c_str(), X_OK) == 0) return c;
+  return {};
+}
+
+// "sgemm" from the class text's op and element type.
+std::string routine_of(uint64_t key) {
+  const std::string text = profile::class_text(key);
+  const std::string op = text.substr(0, text.find(' '));
+  const std::string dtype = text.substr(op.size() + 1, text.find(' ', op.size() + 1) - op.size() - 1);
+  const char letter = dtype == "f32" ? 's' : dtype == "f64" ? 'd' : dtype == "c64" ? 'c' : dtype == "c128" ? 'z' : '?';
+  return std::string(1, letter) + op;
+}
+
+// The class text without its op and element type: "transa=N transb=T m=256 n=256 k=64".
+std::string shape_of(uint64_t key) {
+  const std::string text = profile::class_text(key);
+  const size_t second = text.find(' ', text.find(' ') + 1);
+  return second == std::string::npos ? "" : text.substr(second + 1);
+}
+
+// Other machines', builds' or environments' profiles in the same directory.
+int other_profiles(const std::string& dir, const std::string& mine) {
+  int n = 0;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.rfind("profile-", 0) == 0 && name.size() > 4 && name.compare(name.size() - 4, 4, ".tsv") == 0 &&
+          dir + "/" + name != mine)
+        ++n;
+    }
+    ::closedir(d);
+  }
+  return n;
+}
+
+int show(const config::Config& cfg, Format format) {
+  const profile::Profile prof(cfg, find_libsol());
+  const std::string fingerprint = profile::machine_fingerprint(cfg, find_libsol());
+  std::vector<profile::Row> rows;
+  std::string why;
+  const bool have = !prof.path().empty() && profile::read_file(prof.path(), fingerprint, rows, why);
+  std::sort(rows.begin(), rows.end(), [](const profile::Row& a, const profile::Row& b) {
+    return std::make_tuple(a.native, routine_of(a.key), a.key) < std::make_tuple(b.native, routine_of(b.key), b.key);
+  });
+  if (format == Format::json) {
+    nlohmann::json out = {{"path", prof.path()}, {"fingerprint", fingerprint}, {"rows", nlohmann::json::array()}};
+    if (!have) out["problem"] = prof.path().empty() ? "no profile directory" : why;
+    for (const auto& r : rows) {
+      nlohmann::json rates = nlohmann::json::object();
+      for (const auto& rate : r.rates) rates[rate.candidate] = rate.gflops;
+      out["rows"].push_back({{"native", r.native},
+                             {"routine", routine_of(r.key)},
+                             {"class", shape_of(r.key)},
+                             {"measured_at", r.size},
+                             {"gflops", rates},
+                             {"choice", r.choice}});
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  if (prof.path().empty()) return fail(1, "tune: no profile directory (set HOME, XDG_CACHE_HOME or tune.dir)");
+  if (!have) {
+    std::printf("No profile for this machine and configuration yet (%s: %s).\n", prof.path().c_str(), why.c_str());
+    std::printf("`sol tune` measures a standard set of shapes; any program under libsol with auto adds the ones it calls.\n");
+    if (const int others = other_profiles(profile::profile_dir(cfg), prof.path()))
+      std::printf("%d profile(s) of other machines, library builds or environments are in %s.\n", others,
+                  profile::profile_dir(cfg).c_str());
+    return 0;
+  }
+  std::printf("Profile %s (%zu shape classes; rates in GFLOP/s, measured at the size shown)\n", prof.path().c_str(),
+              rows.size());
+  std::string native;
+  for (const auto& r : rows) {
+    if (r.native != native) {
+      native = r.native;
+      std::printf("\nnative library %s\n", native.substr(0, native.find(':')).c_str());
+      std::printf("  %-7s %-40s %-16s %-44s %s\n", "routine", "shape class", "measured at", "candidates", "choice");
+    }
+    std::string rates;
+    for (const auto& rate : r.rates) {
+      char b[64];
+      std::snprintf(b, sizeof b, "%s%s %.1f", rates.empty() ? "" : ", ", rate.candidate.c_str(), rate.gflops);
+      rates += b;
+    }
+    std::printf("  %-7s %-40s %-16s %-44s %s\n", routine_of(r.key).c_str(), shape_of(r.key).c_str(), r.size.c_str(),
+                rates.c_str(), r.choice.c_str());
+  }
+  if (const int others = other_profiles(profile::profile_dir(cfg), prof.path()))
+    std::printf("\n%d more profile(s) in %s belong to other machines, library builds or environments.\n", others,
+                profile::profile_dir(cfg).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int cmd_tune(const TuneOptions& o) {
+  const config::Config cfg = config::load();
+  if (o.show) return show(cfg, o.format);
+  if (!cfg.tune) return fail(2, "tune: measurement is off (SOL_TUNE=0 or tune.measure = false)");
+  const std::string lib = find_libsol(), driver = find_driver();
+  if (lib.empty()) return fail(2, "tune: cannot find libsol.so next to this sol or in " SOL_INSTALL_LIBDIR);
+  if (driver.empty()) return fail(2, "tune: cannot find sol-tune-driver next to libsol.so");
+  const pid_t pid = ::fork();
+  if (pid < 0) return fail(1, std::string("tune: fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    // auto measures each new class at its first call; the rest of the environment (the
+    // OPENBLAS_* variables above all) is the user's, as in the programs the profile is for.
+    ::setenv("LD_PRELOAD", lib.c_str(), 1);
+    ::setenv("SOL_BACKEND", "auto", 1);
+    ::unsetenv("SOL_TRACE");
+    ::unsetenv("SOL_VERIFY");
+    const std::string limit = std::to_string(o.time_limit);
+    std::vector<const char*> argv = {driver.c_str(), "--library", o.library.c_str(), "--time-limit", limit.c_str()};
+    if (o.quick) argv.push_back("--quick");
+    argv.push_back(nullptr);
+    ::execv(driver.c_str(), const_cast<char* const*>(argv.data()));
+    std::fprintf(stderr, "sol: tune: cannot run %s: %s\n", driver.c_str(), std::strerror(errno));
+    std::_Exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return fail(1, "tune: the measuring run failed" +
+                       (WIFSIGNALED(status) ? std::string(" (signal ") + std::to_string(WTERMSIG(status)) + ")"
+                                            : " (exit status " + std::to_string(WEXITSTATUS(status)) + ")"));
+  return show(cfg, o.format);
+}
+
+}  // namespace sol::tools
