@@ -112,9 +112,10 @@ double time_once(Scratch& scratch, Candidate& c) noexcept {
 //   ran natively and was timed, so native costs nothing more unless it is close to the best.
 // - A candidate more than 1.5x slower than the best so far leaves the race: it cannot win, and
 //   timing it again is the most expensive thing a measurement could do.
-// - Calls above 2 ms get two samples (noise is small against them); shorter ones at least three
-//   rounds, each running the candidate back to back for 100 us (its threads stay awake, as in a
-//   program that calls it in a loop), until it has been timed for 500 us.
+// - Calls above 2 ms get one sample, two when another candidate is within 20 % (noise is small
+//   against them, and each sample costs a whole call); shorter ones at least three rounds, each
+//   running the candidate back to back for 100 us (its threads stay awake, as in a program that
+//   calls it in a loop), until it has been timed for 500 us.
 // - The first time a candidate runs a routine in this process it runs once untimed (thread
 //   pools, JIT-compiled kernels); a first native call gets a second sample before it is judged.
 // The program's own library keeps the class unless another is clearly faster (3 %): within the
@@ -156,6 +157,13 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
       if (!out[i] && best[i] > 0 && (f < 0 || best[i] < f)) f = best[i];
     return f;
   };
+  // Whether another candidate still in the race is within 20 % of this one: only then is a long
+  // call's second sample worth its cost.
+  auto contested = [&](size_t i) {
+    for (size_t j = 0; j < n; ++j)
+      if (j != i && !out[j] && best[j] > 0 && best[j] < 1.2 * best[i] && best[i] < 1.2 * best[j]) return true;
+    return false;
+  };
   double best_cpu = -1;
   for (size_t i = 0; i < n; ++i)
     if (best[i] > 0 && candidates[i].predicted_seconds < 0) best_cpu = best[i];
@@ -179,7 +187,8 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
         continue;
       }
       const bool long_call = best[i] > 2e-3;
-      if (long_call ? samples[i] >= 2 : samples[i] >= 3 && spent[i] >= 500e-6) continue;
+      if (long_call ? samples[i] >= 2 || (samples[i] >= 1 && !contested(i)) : samples[i] >= 3 && spent[i] >= 500e-6)
+        continue;
       double batch = 0;
       do {
         const double t = time_once(scratch, c);
