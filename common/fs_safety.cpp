@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -183,6 +184,27 @@ bool rename_over_own(const std::string& from, const std::string& to, std::string
     return false;
   }
   return true;
+}
+
+bool replace_file(const std::string& path, const std::string& text, std::string& error) {
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(::gettid()) + "." +
+                          std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
+  const int fd = open_new_private(tmp, 0, error);
+  if (fd < 0) return false;
+  bool ok = true;
+  for (size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+    else error = errno_text(tmp);
+  }
+  ok = ::close(fd) == 0 && ok;
+  if (ok && rename_over_own(tmp, path, error)) return true;
+  if (error.empty()) error = errno_text(tmp);
+  ::unlink(tmp.c_str());
+  return false;
 }
 
 bool secure_execution() noexcept {

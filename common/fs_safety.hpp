@@ -43,6 +43,12 @@ int open_new_private(const std::string& path, int flags, std::string& error);
 // file then stays at `from` and `error` says why.
 bool rename_over_own(const std::string& from, const std::string& to, std::string& error);
 
+// Replaces `path` with a file holding `text`, atomically: written to a new private temporary file
+// beside it (unique per process, thread and call) and renamed over it with rename_over_own, so
+// concurrent writers each put a whole file in place and readers never see a part. false with
+// `error` set otherwise; no temporary file is left behind.
+bool replace_file(const std::string& path, const std::string& text, std::string& error);
+
 // Whether this is a secure-execution process (set-user-ID, set-group-ID, file capabilities:
 // the kernel's AT_SECURE), where the environment belongs to someone less privileged.
 bool secure_execution() noexcept;

@@ -9,7 +9,9 @@
 #include "common/native.hpp"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <link.h>
+#include <sys/stat.h>
 
 #include <string>
 #include <vector>
@@ -77,6 +79,19 @@ void* find_native(const char* name, const char** how) noexcept {
   }
   if (how) *how = "search of loaded objects";
   return p;
+}
+
+std::string file_identity(const std::string& path) {
+  char real[PATH_MAX];
+  struct stat st;
+  if (!::realpath(path.c_str(), real) || ::stat(real, &st) != 0) return "";
+  return std::string(real) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec);
+}
+
+std::string library_identity(const void* address) {
+  Dl_info info{};
+  if (!address || !dladdr(address, &info) || !info.dli_fname) return "";
+  return file_identity(info.dli_fname);
 }
 
 }  // namespace sol

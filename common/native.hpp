@@ -1,6 +1,8 @@
 // Finding a symbol's definition outside libsol: the library the program itself would use.
 #pragma once
 
+#include <string>
+
 namespace sol {
 
 // The definition of `name` in a loaded object other than libsol, or nullptr. Tries
@@ -13,5 +15,11 @@ bool in_libsol(const void* address) noexcept;
 
 // The path of the object containing `address`, or "the main program".
 const char* object_name(const void* address) noexcept;
+
+// What identifies a file's build for caches keyed by it: "realpath:size:mtime", or "" when it
+// cannot be read. A library upgraded or swapped in place gets another identity.
+std::string file_identity(const std::string& path);
+// The same for the loaded object that contains `address` ("" when none does).
+std::string library_identity(const void* address);
 
 }  // namespace sol

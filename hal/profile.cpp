@@ -1,14 +1,11 @@
 #include "hal/profile.hpp"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cinttypes>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +14,7 @@
 #include "common/cpu.hpp"
 #include "common/fs_safety.hpp"
 #include "common/log.hpp"
+#include "common/native.hpp"
 #include "config/config.hpp"
 
 namespace sol::hal::profile {
@@ -63,17 +61,10 @@ uint64_t fnv1a(const std::string& s) noexcept {
   return h;
 }
 
-std::string identity_of(const std::string& path) {
-  char real[PATH_MAX];
-  struct stat st;
-  if (!::realpath(path.c_str(), real) || ::stat(real, &st) != 0) return "";
-  return std::string(real) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec);
-}
-
 // Where the dynamic loader would find a bare soname, without loading it: LD_LIBRARY_PATH, then
 // the system's directories. Good enough to notice that a library was upgraded or swapped.
 std::string resolve_library(const std::string& name) {
-  if (name.find('/') != std::string::npos) return identity_of(name);
+  if (name.find('/') != std::string::npos) return file_identity(name);
   std::vector<std::string> dirs;
   if (const char* p = std::getenv("LD_LIBRARY_PATH")) {
     std::stringstream ss(p);
@@ -84,7 +75,7 @@ std::string resolve_library(const std::string& name) {
                         "/usr/lib", "/usr/local/lib"})
     dirs.emplace_back(d);
   for (const auto& d : dirs) {
-    std::string id = identity_of(d + "/" + name);
+    std::string id = file_identity(d + "/" + name);
     if (!id.empty()) return id;
   }
   return "not found";
@@ -146,17 +137,11 @@ std::string class_text(uint64_t key) {
   return s;
 }
 
-std::string library_identity(const void* fn) {
-  Dl_info info{};
-  if (!fn || !dladdr(fn, &info) || !info.dli_fname) return "none";
-  std::string id = identity_of(info.dli_fname);
-  return id.empty() ? info.dli_fname : id;
-}
-
 std::string machine_fingerprint(const config::Config& cfg, const std::string& libsol) {
   const cpu::Info& c = cpu::info();
   std::string f = "sol=" SOL_VERSION "\n";
-  f += "libsol=" + (libsol.empty() ? library_identity(reinterpret_cast<const void*>(&class_of)) : identity_of(libsol)) + "\n";
+  f += "libsol=" + (libsol.empty() ? library_identity(reinterpret_cast<const void*>(&class_of)) : file_identity(libsol)) +
+       "\n";
   f += "cpu=" + c.model + "\n";
   f += std::string("isa=") + cpu::isa_name(c.isa) + "\n";
   f += "cpus=" + std::to_string(c.cpus) + "\n";
@@ -419,22 +404,10 @@ void Profile::write_locked(const Row& row) {
     }
     text += "\n";
   }
-  const std::string tmp = path_ + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(::gettid());
   std::string error;
-  const int fd = fs_safety::open_new_private(tmp, 0, error);
-  bool ok = fd >= 0;
-  for (size_t done = 0; ok && done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) done += static_cast<size_t>(n);
-  }
-  if (fd >= 0) ::close(fd);
-  if (!ok || !fs_safety::rename_over_own(tmp, path_, error)) {
-    ::unlink(tmp.c_str());
+  if (!fs_safety::replace_file(path_, text, error))
     log::once(log::Level::warn, "profile-write:" + path_, "could not write profile %s (%s)", path_.c_str(),
-              error.empty() ? std::strerror(errno) : error.c_str());
-  }
+              error.c_str());
   ::close(lock);  // releases the flock
 }
 

@@ -48,15 +48,12 @@ struct Rate {
 };
 
 struct Row {
-  std::string native;  // identity of the native library (library_identity)
+  std::string native;  // identity of the native library (sol::library_identity), "none" if unknown
   uint64_t key = 0;    // class_of
   std::string size;    // the call measured, "300x300x300"
   std::vector<Rate> rates;
   std::string choice;
 };
-
-// "realpath:size:mtime" of the file holding `fn` (the program's own routine), or "none".
-std::string library_identity(const void* fn);
 
 // Everything the profile's figures depend on, one "name=value" per line. `libsol`: the path of
 // libsol.so (a rebuilt SOL may compute differently); "" for the one this code is linked into

@@ -45,13 +45,6 @@ bool load(ClblastApi& api, const char* library, std::string& why) noexcept {
   return true;
 }
 
-std::string library_identity(const void* symbol) {
-  Dl_info info{};
-  struct stat st;
-  if (!dladdr(symbol, &info) || !info.dli_fname || ::stat(info.dli_fname, &st) != 0) return {};
-  return std::string(info.dli_fname) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
-}
-
 const char* status_name(int code) noexcept {
   switch (code) {
 #define SOL_STATUS(name) \

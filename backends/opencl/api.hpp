@@ -34,11 +34,6 @@ struct ClblastApi {
 bool load(ClApi& api, const char* library, std::string& why) noexcept;
 bool load(ClblastApi& api, const char* library, std::string& why) noexcept;
 
-// The file that defines `symbol` (an entry of a table load() filled), with its size and
-// modification time: what a figure measured through that library's code depends on. "" when the
-// loader cannot tell.
-std::string library_identity(const void* symbol);
-
 // "CL_OUT_OF_RESOURCES" for -5, for log lines; CLBlast's own codes by their CLBlast names.
 const char* status_name(int code) noexcept;
 

@@ -24,6 +24,7 @@
 #include "backends/opencl/opencl.hpp"
 #include "backends/opencl/program_cache.hpp"
 #include "common/fs_safety.hpp"
+#include "common/native.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
 
@@ -114,14 +115,8 @@ class Inventory {
   // Atomically (temporary file, rename): processes may race to write the same answer.
   void write(bool accelerator) const {
     if (dir_.empty() || !fs_safety::make_private_dir(dir_).empty()) return;
-    const std::string tmp = path() + ".tmp" + std::to_string(::getpid());
     std::string error;
-    const int fd = fs_safety::open_new_private(tmp, 0, error);
-    if (fd < 0) return;
-    const std::string text = line(accelerator);
-    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    ::close(fd);
-    if (!ok || ::rename(tmp.c_str(), path().c_str()) != 0) ::unlink(tmp.c_str());
+    fs_safety::replace_file(path(), line(accelerator), error);
   }
 
  private:
@@ -172,7 +167,7 @@ class OpenclBackend final : public hal::Backend {
       // and the selection, and the CLBlast library whose GEMM is timed.
       const std::string cost_key =
           device->identity() + '\n' + inventory.key() + '\n' +
-          library_identity(reinterpret_cast<const void*>(device->clblast().SgemmWithTempBuffer));
+          sol::library_identity(reinterpret_cast<const void*>(device->clblast().SgemmWithTempBuffer));
       cost_cache_ = std::make_unique<CostCache>(trusted_cache_dir(cfg.opencl_cache_dir), cost_key);
       accelerator_device_ = device->is_accelerator() || test_forces_accelerator();
       device_ = std::move(device);

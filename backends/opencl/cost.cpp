@@ -350,16 +350,9 @@ void CostCache::write(const Costs& costs) const {
     std::snprintf(line, sizeof line, "%s %.0f\n", f.name, costs.*f.value * f.per_unit);
     text += line;
   }
-  // Unique per process and call: concurrent writers each rename a whole file into place.
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp =
-      path_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+  // Concurrent writers each rename a whole file into place.
   std::string error;
-  const int fd = fs_safety::open_new_private(tmp, 0, error);
-  if (fd < 0) return;
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ok = ::close(fd) == 0 && ok;
-  if (!ok || ::rename(tmp.c_str(), path_.c_str()) != 0) ::unlink(tmp.c_str());
+  fs_safety::replace_file(path_, text, error);
 }
 
 }  // namespace sol::backends::opencl

@@ -143,15 +143,21 @@ void* native_routine(Sym routine) noexcept {
   return cache[i].load(std::memory_order_relaxed);
 }
 
-hal::Reason run_on(Executor& ex, hal::Backend& backend, Node& node) noexcept {
-  auto body = [&](Node& cm) noexcept {
-    const hal::Reason why = backend.supports(cm);
+// A column-major node on `backend`, if it takes it: what the executor and auto's measurements run.
+struct OnBackend {
+  hal::Backend* backend;
+  hal::Reason operator()(Node& cm) noexcept {
+    const hal::Reason why = backend->supports(cm);
     if (why != hal::Reason::ok) return why;
     const uint64_t t0 = measure::now_ns();
-    const hal::Reason r = backend.run(cm);
-    measure::slow_down_if_asked(backend.name(), t0);
+    const hal::Reason r = backend->run(cm);
+    measure::slow_down_if_asked(backend->name(), t0);
     return r;
-  };
+  }
+};
+
+hal::Reason run_on(Executor& ex, hal::Backend& backend, Node& node) noexcept {
+  OnBackend body{&backend};
   if (!ex.verify) return blas::with_column_major(node, body);
 
   verify::Snapshot snapshot;
@@ -215,7 +221,8 @@ int native_index(Executor& ex, const Node& node) noexcept {
   int v = slot.load(std::memory_order_acquire);
   if (SOL_UNLIKELY(!v)) {
     try {
-      v = ex.profile.native_index(hal::profile::library_identity(node.native)) + 2;
+      const std::string id = library_identity(node.native);
+      v = ex.profile.native_index(id.empty() ? "none" : id) + 2;
     } catch (...) {
       v = 1;
     }
@@ -267,13 +274,6 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     auto run_native = [&](Node& cm) noexcept {
       blas::call_fortran(routine, own, cm);
       return hal::Reason::ok;
-    };
-    struct OnBackend {
-      hal::Backend* b;
-      hal::Reason operator()(Node& cm) noexcept {
-        const hal::Reason why = b->supports(cm);
-        return why == hal::Reason::ok ? b->run(cm) : why;
-      }
     };
     std::vector<hal::Backend*> backends;
     ex.router.auto_candidates(flops, backends);
