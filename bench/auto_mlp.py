@@ -23,7 +23,7 @@ import tempfile
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else "build")
 QUICK = "--quick" in sys.argv
 LIBSOL = os.path.join(BUILD, "libsol.so")
-ROUNDS = 2 if QUICK else 4
+ROUNDS = 3 if QUICK else 5
 SCRIPT = r"""
 import time, torch, torch.nn as nn
 torch.manual_seed(0)

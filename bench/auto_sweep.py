@@ -27,6 +27,9 @@ OCTAVES = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
 SIZES = [8, 48, 256, 384, 1024] if QUICK else sorted(set(OCTAVES + [o + o // 2 for o in OCTAVES[:-1]]))
 TRANS = ["NN", "TN"] if QUICK else ["NN", "TN", "NT"]
 CACHE = tempfile.mkdtemp(prefix="sol-bench-cache-")
+# Processes per variant and size, best kept: two processes running the very same code differ by
+# 10-15 % on a shared machine (placement of pages and threads), far more than calls within one.
+ROUNDS = 5 if QUICK else 6
 
 
 def env(variant):
@@ -58,6 +61,26 @@ def openblas_core():
     return m.group(1) if m else "?"
 
 
+def choices():
+    """{(routine, transposes, octave): auto's choice} from the profile the auto runs wrote."""
+    import json
+    out = subprocess.run([os.path.join(BUILD, "sol"), "tune", "--show", "--format", "json"], env=env("auto"),
+                         capture_output=True, text=True).stdout
+    got = {}
+    for row in json.loads(out or "{}").get("rows", []):
+        m = re.search(r"transa=(\w) transb=(\w) m=(\d+)", row["class"])
+        if m:
+            got[(row["routine"], m.group(1) + m.group(2), int(m.group(3)))] = row["choice"]
+    return got
+
+
+def octave(n):
+    o = 1
+    while o * 2 <= min(n, 4096):
+        o *= 2
+    return o
+
+
 def main():
     print("CPU: %s; OpenBLAS kernels: %s%s" % (cpu_model(), openblas_core(), " (OPENBLAS_CORETYPE=Prescott)" if PRESCOTT else ""))
     worst_fastest, worst_native = 1e9, 1e9
@@ -65,20 +88,21 @@ def main():
         variants = ["native", "openblas"] + (["onednn"] if dtype == "s" else []) + ["auto"]
         for trans in TRANS:
             print("\n%sgemm_ %s   GFLOP/s; auto / fastest, auto / native" % (dtype, trans))
-            print("%6s" % "n" + "".join("%11s" % v for v in variants) + "%10s%10s" % ("/fastest", "/native"))
+            print("%6s" % "n" + "".join("%11s" % v for v in variants) + "%10s%10s  %s" % ("/fastest", "/native", "auto's choice"))
             for n in SIZES:
                 budget = 0.05 if n <= 512 else 0.1
                 measure("auto", dtype, n, trans, 0)  # auto measures this size's class once, here
                 best = {}
-                for _ in range(3 if n <= 1024 else 2):
+                for _ in range(ROUNDS if n <= 1024 else 2):
                     for v in variants:
                         t = measure(v, dtype, n, trans, budget)
                         best[v] = min(best.get(v, t), t)
                 fastest = min(best[v] for v in variants if v != "auto")
                 vs_fastest, vs_native = fastest / best["auto"], best["native"] / best["auto"]
                 worst_fastest, worst_native = min(worst_fastest, vs_fastest), min(worst_native, vs_native)
+                choice = choices().get((dtype + "gemm", trans, octave(n)), "?")
                 print("%6d" % n + "".join("%11.2f" % (2.0 * n ** 3 / best[v] * 1e-9) for v in variants) +
-                      "%10.3f%10.3f" % (vs_fastest, vs_native))
+                      "%10.3f%10.3f  %s" % (vs_fastest, vs_native, choice))
     print("\nauto / fastest candidate, worst size: %.3f (target >= 0.95): %s" %
           (worst_fastest, "PASS" if worst_fastest >= 0.95 else "FAIL"))
     print("auto / native, worst size: %.3f (target >= 0.95): %s" %

@@ -69,11 +69,13 @@ class Backend {
   // so it must be cheap; `unknown` makes the router initialise the backend to find out.
   enum class Hint : uint8_t { no, yes, unknown };
   virtual Hint accelerator_hint(const config::Config&) const noexcept { return Hint::no; }
-  // For a backend that runs BLAS nodes by calling a library's Fortran routines: the function it
-  // calls for `routine` (a Fortran symbol), else nullptr. When it is the very function native
-  // calls (the openblas backend on the program's own OpenBLAS instance), auto does not measure
-  // the same code twice.
-  virtual const void* blas_routine(capture::Sym /*routine*/) const noexcept { return nullptr; }
+  // Whether this backend would run `routine` (a Fortran symbol) with the very code and threads of
+  // `native_fn`, the program's own function for it: the openblas backend on the program's own
+  // OpenBLAS instance, called directly or through a libblas.so.3 that forwards to it (Debian's).
+  // auto then does not measure the same code twice.
+  virtual bool runs_native_code(capture::Sym /*routine*/, const void* /*native_fn*/) const noexcept {
+    return false;
+  }
 
   // Whether nodes run on a device with memory of its own (opencl, cuda), which may be the CPU
   // itself (pocl). Known without init(). Under auto such a backend is a candidate only when its

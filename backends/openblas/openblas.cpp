@@ -83,7 +83,20 @@ class OpenBlas final : public hal::Backend {
     return Reason::ok;
   }
 
-  const void* blas_routine(Sym routine) const noexcept override { return fns_[static_cast<size_t>(routine)]; }
+  bool runs_native_code(Sym routine, const void* native_fn) const noexcept override {
+    if (!native_fn) return false;
+    if (native_fn == fns_[static_cast<size_t>(routine)]) return true;
+    if (!shared_) return false;  // a private instance or another library: code of its own
+    // native_fn's library is a front end (its own interface code) over an OpenBLAS: the same
+    // instance as ours when its openblas_get_config is ours, found through its dependencies.
+    Dl_info info{};
+    if (!dladdr(native_fn, &info) || !info.dli_fname) return false;
+    void* front = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!front) return false;
+    const void* theirs = dlsym(front, "openblas_get_config");
+    dlclose(front);
+    return theirs && theirs == dlsym(lib_, "openblas_get_config");
+  }
 
   Reason run(Node& node) noexcept override {
     const Sym routine = capture::blas::fortran_routine(node.op, node.dtype, node.blas.real_alpha);

@@ -40,6 +40,12 @@ struct Executor {
   bool strict;
   bool verify;
   bool measured;  // auto routes by measurement: it measures, or a profile exists to route by
+  // The program has made a routed BLAS call that its own library ran: a class measured from then
+  // on is measured as part of a mixed program (measure::run's `mixed`).
+  std::atomic<bool> native_ran{false};
+  void note_native() noexcept {
+    if (!native_ran.load(std::memory_order_relaxed)) native_ran.store(true, std::memory_order_relaxed);
+  }
   explicit Executor(const config::Config& c)
       : cfg(c), registry(cfg), router(cfg, registry), profile(cfg), strict(c.strict), verify(c.verify) {
     measured = profile.measuring() || (!profile.path().empty() && ::access(profile.path().c_str(), R_OK) == 0);
@@ -253,7 +259,9 @@ void warn_if_measured_slow(const Node& node, double flops, const hal::profile::R
 // it now if nobody has: nullptr when nothing is known (the router's built-in order decides).
 // Measuring runs the call itself natively first, timed, as native's sample: `ran` says so, and
 // the node is then done.
-const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn native_call, bool& ran) noexcept {
+// Only valid calls are measured: `err` (with `checked` set) holds the check when one was needed.
+const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn native_call, bool& ran,
+                            blas::ArgError& err, bool& checked) noexcept {
   ran = false;
   hal::profile::Profile& prof = ex.profile;
   const int native = native_index(ex, node);
@@ -265,6 +273,9 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     prof.unrouted(native, key);
     return nullptr;
   }
+  err = blas::check(node);
+  checked = true;
+  if (err.level != blas::ArgError::none) return nullptr;
   if (!prof.claim(native, key)) return nullptr;  // another thread measures it right now
   try {
     // The program's own routine (the Fortran one: a CBLAS call's column-major equivalent is what
@@ -272,7 +283,9 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     const Sym routine = blas::fortran_routine(node.op, node.dtype, node.blas.real_alpha);
     void* own = node.native && routine != blas::kNoRoutine ? native_routine(routine) : nullptr;
     auto run_native = [&](Node& cm) noexcept {
+      const uint64_t t0 = measure::now_ns();
       blas::call_fortran(routine, own, cm);
+      measure::native_slowed_if_asked(t0);
       return hal::Reason::ok;
     };
     std::vector<hal::Backend*> backends;
@@ -282,7 +295,7 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     std::vector<measure::Candidate> candidates;
     if (own) candidates.push_back({"native", blas::FunctionRef<hal::Reason(Node&)>(run_native), -1});
     for (hal::Backend* b : backends) {
-      if (own && b->blas_routine(routine) == own) continue;  // native's own code: measured as native
+      if (own && b->runs_native_code(routine, own)) continue;  // native's own code: measured as native
       runs.push_back({b});
       candidates.push_back({b->name(), blas::FunctionRef<hal::Reason(Node&)>(runs.back()),
                             b->accelerator() ? b->estimate_seconds(node, flops) : -1});
@@ -291,24 +304,28 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       prof.release(native, key);
       return nullptr;
     }
+    const bool mixed = ex.native_ran.load(std::memory_order_relaxed);
     double native_seconds = -1;
     if (own) {
       const uint64_t t0 = measure::now_ns();
       native_call();
       native_seconds = static_cast<double>(measure::now_ns() - t0) * 1e-9;
       ran = true;
+      ex.note_native();
     }
     hal::profile::Row row;
     row.key = key;
-    if (!measure::run(node, flops, candidates, native_seconds, row)) {
+    const uint64_t measuring_from = measure::now_ns();
+    if (!measure::run(node, flops, candidates, native_seconds, mixed, row)) {
       prof.release(native, key);
       return nullptr;
     }
     if (log::enabled(log::Level::debug)) {
       std::string rates;
       for (const auto& r : row.rates) rates += " " + r.candidate + "=" + std::to_string(r.gflops).substr(0, 7);
-      SOL_LOG(debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s", hal::profile::class_text(key).c_str(),
-              symbol_name(node.sym), row.size.c_str(), rates.c_str(), row.choice.c_str());
+      SOL_LOG(debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s (measuring took %.1f ms)",
+              hal::profile::class_text(key).c_str(), symbol_name(node.sym), row.size.c_str(), rates.c_str(),
+              row.choice.c_str(), static_cast<double>(measure::now_ns() - measuring_from) * 1e-6);
     }
     warn_if_measured_slow(node, flops, row);
     prof.record(native, row);
@@ -452,12 +469,14 @@ const char* execute(Node& node, NativeFn native) noexcept {
   const char* measured = nullptr;
   if (ex->measured && node.api != Api::dnnl && flops >= hal::Router::kMeasureFlops &&
       ex->router.automatic(node, flops)) {
-    err = blas::check(node);
-    checked = true;
-    if (err.level == blas::ArgError::none) {
-      bool ran = false;
-      measured = measured_choice(*ex, node, flops, native, ran);
-      if (ran) return "native";  // the class's first call: native's sample
+    bool ran = false;
+    measured = measured_choice(*ex, node, flops, native, ran, err, checked);
+    if (ran) return "native";  // the class's first call: native's sample
+    // A class that stays native, the common case: straight there (the library checks arguments).
+    if (measured && measured[0] == 'n' && std::strcmp(measured, "native") == 0 && node.native) {
+      ex->note_native();
+      native();
+      return "native";
     }
   }
   hal::Plan plan;

@@ -20,16 +20,50 @@ uint64_t now_ns() noexcept {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept {
-  static const char* const slow = [] {
+namespace {
+
+// SOL_TEST_SLOW's backend, and whether it slows the native call after its own ("name:after").
+struct SlowKnob {
+  char backend[32] = "";
+  bool after = false;
+};
+const SlowKnob& slow_knob() noexcept {
+  static const SlowKnob knob = [] {
+    SlowKnob k;
     const char* v = secure_getenv("SOL_TEST_SLOW");
-    return v && *v ? v : nullptr;
+    if (!v || !*v) return k;
+    std::snprintf(k.backend, sizeof k.backend, "%s", v);
+    if (char* colon = std::strchr(k.backend, ':')) {
+      k.after = std::strcmp(colon + 1, "after") == 0;
+      *colon = 0;
+    }
+    return k;
   }();
-  if (SOL_LIKELY(!slow) || std::strcmp(slow, backend) != 0) return;
-  const uint64_t took = now_ns() - started_ns;
-  const uint64_t until = now_ns() + 9 * took;
+  return knob;
+}
+thread_local bool t_native_owes = false;  // a "name:after" backend ran last in this thread
+
+void spin_for(uint64_t ns) noexcept {
+  const uint64_t until = now_ns() + ns;
   while (now_ns() < until) {
   }
+}
+
+}  // namespace
+
+void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept {
+  const SlowKnob& knob = slow_knob();
+  if (SOL_LIKELY(!knob.backend[0]) || std::strcmp(knob.backend, backend) != 0) return;
+  if (knob.after)
+    t_native_owes = true;
+  else
+    spin_for(9 * (now_ns() - started_ns));
+}
+
+void native_slowed_if_asked(uint64_t started_ns) noexcept {
+  if (SOL_LIKELY(!t_native_owes)) return;
+  t_native_owes = false;
+  spin_for(9 * (now_ns() - started_ns));
 }
 
 namespace {
@@ -67,6 +101,17 @@ class Scratch {
     node_.ret = {};
     return node_;
   }
+  // The same call on a quarter of the larger of m and n, for a first look at a long GEMM: a
+  // sub-block of the operands with the same leading dimensions, valid whatever the layout and
+  // transposes. False when the node is no GEMM or too small to cut.
+  bool screen(Node& out) noexcept {
+    if (node_.op != Op::gemm) return false;
+    out = refresh();
+    int64_t& d = out.blas.m >= out.blas.n ? out.blas.m : out.blas.n;
+    if (d < 64) return false;
+    d = (d / 4 + 15) & ~int64_t{15};
+    return true;
+  }
 
  private:
   struct Free {
@@ -95,8 +140,9 @@ bool warm(const char* candidate, const Node& node) {
 }
 
 // One run of a candidate on the copies, in seconds; < 0 when it declined the node.
-double time_once(Scratch& scratch, Candidate& c) noexcept {
-  Node& n = scratch.refresh();
+double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
+  Node screened{Sym{}, Op{}, DType::none};
+  Node& n = screen && scratch.screen(screened) ? screened : scratch.refresh();
   const uint64_t t0 = now_ns();
   if (blas::with_column_major(n, c.run) != hal::Reason::ok) return -1;  // c.run applies SOL_TEST_SLOW
   return static_cast<double>(now_ns() - t0) * 1e-9;
@@ -109,17 +155,204 @@ double time_once(Scratch& scratch, Candidate& c) noexcept {
 // one that happened to run during it.
 // - The program's own library starts with the call itself (native_seconds): the caller's call
 //   ran natively and was timed, so native costs nothing more unless it is close to the best.
+// - A long GEMM (native took more than 2 ms) is screened first: each CPU candidate runs a quarter
+//   of it once, and those more than 1.5x behind the best there leave before costing a whole call.
 // - A candidate more than 1.5x slower than the best so far leaves the race: it cannot win, and
 //   timing it again is the most expensive thing a measurement could do.
 // - Calls above 2 ms get one sample, two when another candidate is within 20 % (noise is small
-//   against them, and each sample costs a whole call); shorter ones at least three rounds, each
-//   running the candidate back to back for 100 us (its threads stay awake, as in a program that
-//   calls it in a loop), until it has been timed for 500 us.
+//   against them, and each sample costs a whole call). Shorter ones get at least three rounds,
+//   each a batch of calls back to back for 100 us, until each candidate has 500 us.
+// - In a mixed program (`mixed`: it already made native calls of other classes, which stay
+//   native), a short call routed elsewhere switches the program between its library's threads
+//   and another's, and back: on a machine with few cores the pool that just worked still spins
+//   while the next one needs the cores (OpenBLAS after oneDNN's OpenMP, and the reverse, slow down
+//   several times). There each of another candidate's calls is followed by a native one, as in
+//   the program, the candidate is charged what that native call took beyond native's own, and a
+//   batch counts by its mean, stalls included. Otherwise a batch counts by its fastest call: the
+//   library's steady state, which a program calling only it gets once the others' threads sleep.
 // - The first time a candidate runs a routine in this process it runs once untimed (thread
-//   pools, JIT-compiled kernels); a first native call gets a second sample before it is judged.
+//   pools, JIT-compiled kernels). Native's one sample, the program's call, carries costs the
+//   others' runs on warm copies do not (first touches of a new output, first use): when it would
+//   lose on it, native gets a sample on the copies before it is judged, unless it is a long call
+//   that loses by more than those costs could explain (1.5x).
 // The program's own library keeps the class unless another is clearly faster (3 %): within the
 // noise, staying native is what costs nothing.
-bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds,
+namespace {
+
+constexpr double kLong = 2e-3;  // seconds: a call worth timing alone
+constexpr double kBatch = 100e-6, kShortTotal = 500e-6;
+
+class Race {
+ public:
+  Race(Scratch& scratch, std::vector<Candidate>& candidates, bool mixed)
+      : scratch_(scratch), c_(candidates), e_(candidates.size()), mixed_(mixed) {}
+
+  // Native's sample: the program's call itself.
+  void native_call(size_t i, double seconds) {
+    native_ = i;
+    e_[i].best = e_[i].spent = seconds;
+    e_[i].samples = 1;
+  }
+  void warm_up(size_t i, bool screen) {
+    if (time_once(scratch_, c_[i], screen) < 0) e_[i].out = true;
+  }
+  void screen(double cut) {
+    const size_t n = e_.size();
+    std::vector<double> quarter(n, -1);
+    double fastest = -1;
+    for (size_t i = 0; i < n; ++i) {
+      if (e_[i].out || c_[i].predicted_seconds >= 0) continue;  // accelerators: by prediction
+      quarter[i] = time_once(scratch_, c_[i], true);
+      if (quarter[i] < 0) e_[i].out = true;
+      else if (fastest < 0 || quarter[i] < fastest) fastest = quarter[i];
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (quarter[i] > 1.5 * fastest) {
+        e_[i].out = true;
+        if (e_[i].best < 0) e_[i].screened = quarter[i] * cut;  // its rate there
+      }
+  }
+  void run() {
+    const size_t n = e_.size();
+    double best_cpu = -1;
+    for (size_t i = 0; i < n; ++i)
+      if (e_[i].best > 0 && c_[i].predicted_seconds < 0) best_cpu = e_[i].best;
+    for (int round = 0; round < 64; ++round) {
+      bool more = false;
+      for (size_t i = 0; i < n; ++i) {
+        Entry& e = e_[i];
+        if (e.out) continue;
+        // An accelerator predicted to lose clearly to the CPU is not worth its transfers.
+        if (c_[i].predicted_seconds >= 0 && best_cpu > 0 && c_[i].predicted_seconds > 2 * best_cpu) {
+          e.out = true;
+          continue;
+        }
+        if (i == native_ && round == 0) continue;  // its sample is the call itself; the others first
+        const double f = fastest();
+        const bool second_chance = i == native_ && e.samples == 1 && f > 0 && f < e.best / 1.03 &&
+                                   (e.best <= kLong || e.best <= 1.5 * f);
+        if (e.samples > 0 && f > 0 && e.best > 1.5 * f && !second_chance) {
+          e.out = true;
+          continue;
+        }
+        const bool long_call = e.best > kLong;
+        if (!second_chance &&
+            (long_call ? e.samples >= 2 || (e.samples >= 1 && !contested(i)) : e.samples >= 3 && e.spent >= kShortTotal))
+          continue;
+        if (!sample(i)) continue;
+        if (c_[i].predicted_seconds < 0 && (best_cpu < 0 || e.best < best_cpu)) best_cpu = e.best;
+        more = true;
+      }
+      if (!more && round > 0) break;
+    }
+  }
+  // Fills the row's rates and choice; false when no candidate ran.
+  bool result(double flops, hal::profile::Row& row) const {
+    row.rates.clear();
+    row.choice.clear();
+    double chosen = -1;
+    for (size_t i = 0; i < e_.size(); ++i) {
+      const Entry& e = e_[i];
+      if (e.best <= 0) {
+        if (e.screened > 0) row.rates.push_back({c_[i].name, flops / e.screened * 1e-9});
+        continue;  // declined the node, or left at the screen
+      }
+      row.rates.push_back({c_[i].name, flops / e.best * 1e-9});
+      if (chosen < 0 || e.best < chosen) {
+        chosen = e.best;
+        row.choice = c_[i].name;
+      }
+    }
+    if (native_ < e_.size() && chosen > e_[native_].best / 1.03) row.choice = "native";
+    return chosen > 0;
+  }
+
+ private:
+  struct Paired {
+    double own, follower;  // seconds: the candidate's calls, and the native calls after them
+    int calls;
+  };
+  struct Entry {
+    double best = -1;  // seconds per call: the best batch's mean (paired: with native's extra)
+    double spent = 0;  // seconds timed
+    int samples = 0;
+    bool out = false;
+    double screened = -1;  // left at the screen: seconds per call at the rate it ran the quarter
+    std::vector<Paired> paired;
+  };
+
+  double fastest() const {
+    double f = -1;
+    for (const Entry& e : e_)
+      if (!e.out && e.best > 0 && (f < 0 || e.best < f)) f = e.best;
+    return f;
+  }
+  // Whether another candidate still in the race is within 20 % of this one: only then is a long
+  // call's second sample worth its cost.
+  bool contested(size_t i) const {
+    for (size_t j = 0; j < e_.size(); ++j)
+      if (j != i && !e_[j].out && e_[j].best > 0 && e_[j].best < 1.2 * e_[i].best && e_[i].best < 1.2 * e_[j].best)
+        return true;
+    return false;
+  }
+  // A paired candidate's best: what its calls took, plus what the native calls after them took
+  // beyond native's own time.
+  void rejudge(Entry& e) const {
+    if (e.paired.empty()) return;
+    const double ref = e_[native_].best;
+    e.best = -1;
+    for (const Paired& p : e.paired) {
+      const double extra = p.follower - p.calls * ref;
+      const double per_call = (p.own + (extra > 0 ? extra : 0)) / p.calls;
+      if (e.best < 0 || per_call < e.best) e.best = per_call;
+    }
+  }
+  // One batch of candidate i; false when it declined the node.
+  bool sample(size_t i) {
+    Entry& e = e_[i];
+    Candidate& native = c_[native_ < c_.size() ? native_ : 0];
+    const bool paired = mixed_ && native_ < e_.size() && i != native_ && e_[native_].best <= kLong;
+    double own = 0, follower = 0, fastest = -1;
+    int calls = 0;
+    do {
+      const double t = time_once(scratch_, c_[i]);
+      if (t < 0) {
+        e.out = true;
+        return false;
+      }
+      own += t;
+      if (fastest < 0 || t < fastest) fastest = t;
+      ++calls;
+      if (paired) follower += time_once(scratch_, native);
+    } while (own / calls <= kLong && own < kBatch);
+    e.spent += own;
+    ++e.samples;
+    if (paired) {
+      e.paired.push_back({own, follower, calls});
+      rejudge(e);
+      return true;
+    }
+    // In a mixed program a batch counts by its mean, stalls included; alone, by its fastest call
+    // (a library's steady state: a program calling only it leaves the others' threads asleep).
+    const double t = mixed_ ? own / calls : fastest;
+    if (e.best < 0 || t < e.best) {
+      e.best = t;
+      if (i == native_)
+        for (Entry& other : e_) rejudge(other);
+    }
+    return true;
+  }
+
+  Scratch& scratch_;
+  std::vector<Candidate>& c_;
+  std::vector<Entry> e_;
+  const bool mixed_;
+  size_t native_ = SIZE_MAX;
+};
+
+}  // namespace
+
+bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds, bool mixed,
          hal::profile::Row& row) noexcept {
   Scratch scratch;
   if (!scratch.take(node)) return false;
@@ -129,97 +362,23 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
     if (d > 0)
       std::snprintf(size + std::strlen(size), sizeof size - std::strlen(size), "%s%lld", size[0] ? "x" : "",
                     static_cast<long long>(d));
-  const size_t n = candidates.size();
-  std::vector<double> best(n, -1), spent(n, 0);
-  std::vector<int> samples(n, 0);
-  std::vector<bool> out(n, false);
-  size_t native = n;
-  bool native_was_warm = true;
+  Node quarter{Sym{}, Op{}, DType::none};
+  const bool screening = native_seconds > kLong && scratch.screen(quarter);
   try {
     row.size = size;
-    for (size_t i = 0; i < n; ++i) {
+    Race race(scratch, candidates, mixed);
+    for (size_t i = 0; i < candidates.size(); ++i) {
       if (std::strcmp(candidates[i].name, "native") == 0 && native_seconds > 0) {
-        native = i;
-        native_was_warm = warm(candidates[i].name, node);
-        best[i] = spent[i] = native_seconds;
-        samples[i] = 1;
-      } else if (!warm(candidates[i].name, node) && time_once(scratch, candidates[i]) < 0) {
-        out[i] = true;
+        warm(candidates[i].name, node);  // the call itself warmed it
+        race.native_call(i, native_seconds);
+      } else if (!warm(candidates[i].name, node)) {
+        race.warm_up(i, screening);  // on the quarter when screening: set-up is what it pays for
       }
     }
-  } catch (...) {
-    return false;
-  }
-  auto fastest = [&]() {
-    double f = -1;
-    for (size_t i = 0; i < n; ++i)
-      if (!out[i] && best[i] > 0 && (f < 0 || best[i] < f)) f = best[i];
-    return f;
-  };
-  // Whether another candidate still in the race is within 20 % of this one: only then is a long
-  // call's second sample worth its cost.
-  auto contested = [&](size_t i) {
-    for (size_t j = 0; j < n; ++j)
-      if (j != i && !out[j] && best[j] > 0 && best[j] < 1.2 * best[i] && best[i] < 1.2 * best[j]) return true;
-    return false;
-  };
-  double best_cpu = -1;
-  for (size_t i = 0; i < n; ++i)
-    if (best[i] > 0 && candidates[i].predicted_seconds < 0) best_cpu = best[i];
-  for (int round = 0; round < 64; ++round) {
-    bool more = false;
-    for (size_t i = 0; i < n; ++i) {
-      Candidate& c = candidates[i];
-      if (out[i]) continue;
-      // An accelerator predicted to lose clearly to the CPU is not worth its transfers.
-      if (c.predicted_seconds >= 0 && best_cpu > 0 && c.predicted_seconds > 2 * best_cpu) {
-        out[i] = true;
-        continue;
-      }
-      if (i == native && round == 0) continue;  // its sample is the call itself; the others first
-      // A first native call carries the process's first-use costs, as every other candidate's
-      // untimed first run does: it gets a second sample before it is judged.
-      const double f = fastest();
-      const bool second_chance = i == native && !native_was_warm && samples[i] == 1;
-      if (samples[i] > 0 && f > 0 && best[i] > 1.5 * f && !second_chance) {
-        out[i] = true;
-        continue;
-      }
-      const bool long_call = best[i] > 2e-3;
-      if (long_call ? samples[i] >= 2 || (samples[i] >= 1 && !contested(i)) : samples[i] >= 3 && spent[i] >= 500e-6)
-        continue;
-      double batch = 0;
-      do {
-        const double t = time_once(scratch, c);
-        if (t < 0) {
-          out[i] = true;
-          break;
-        }
-        batch += t;
-        if (best[i] < 0 || t < best[i]) best[i] = t;
-      } while (best[i] <= 2e-3 && batch < 100e-6);
-      if (out[i]) continue;
-      spent[i] += batch;
-      ++samples[i];
-      if (c.predicted_seconds < 0 && (best_cpu < 0 || best[i] < best_cpu)) best_cpu = best[i];
-      more = true;
-    }
-    if (!more && round > 0) break;
-  }
-  try {
-    row.rates.clear();
-    row.choice.clear();
-    double chosen = -1;
-    for (size_t i = 0; i < n; ++i) {
-      if (best[i] <= 0) continue;  // declined the node
-      row.rates.push_back({candidates[i].name, flops / best[i] * 1e-9});
-      if (chosen < 0 || best[i] < chosen) {
-        chosen = best[i];
-        row.choice = candidates[i].name;
-      }
-    }
-    if (native < n && chosen > best[native] / 1.03) row.choice = "native";
-    return chosen > 0;
+    if (screening)
+      race.screen(static_cast<double>(b.m * b.n) / static_cast<double>(quarter.blas.m * quarter.blas.n));
+    race.run();
+    return race.result(flops, row);
   } catch (...) {
     return false;
   }

@@ -29,13 +29,18 @@ struct Candidate {
 // which is native's first sample. Fills `row` (size, rates, choice) and returns true when at least
 // one candidate ran. Costs a few calls of the fastest candidates: the slow ones leave the race
 // after one run.
-bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds,
+// `mixed`: the program already made native calls of other classes, which stay where they are, so
+// that a candidate's short calls are timed between native ones, each charged for the switch.
+bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds, bool mixed,
          hal::profile::Row& row) noexcept;
 
 // Test-only: SOL_TEST_SLOW=<backend> makes that backend take ten times as long per node (it
 // spins after computing), so that tests can check that auto avoids a slow candidate. Applies to
-// measured and routed runs alike; ignored unless the variable is set.
+// measured and routed runs alike; ignored unless the variable is set. SOL_TEST_SLOW=<backend>:after
+// instead makes the native call that follows it in the same thread (in a measurement) take ten
+// times as long, as a library whose threads keep the cores busy after it returns does.
 void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept;
+void native_slowed_if_asked(uint64_t started_ns) noexcept;
 uint64_t now_ns() noexcept;
 
 }  // namespace sol::capture::measure

@@ -16,7 +16,7 @@ from conftest import LIBSOL, PROGRAMS, REFERENCE_BLAS_DIR, SOL, clean_env, run, 
 
 # See auto(); also for the runs compared with them (OpenBLAS's results depend on its thread count).
 ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-MEASURED = re.compile(r"^sol: measured (.+?) \((\w+), ([0-9x]+)\):(.*) GFLOP/s; auto takes (\w+)$")
+MEASURED = re.compile(r"^sol: measured (.+?) \((\w+), ([0-9x]+)\):(.*) GFLOP/s; auto takes (\w+) \(measuring took [0-9.]+ ms\)$")
 
 
 @pytest.fixture
@@ -65,6 +65,10 @@ def test_measuring_leaves_caller_memory_alone_and_results_are_the_chosen_backend
     assert first.returncode == 0, first.stderr
     got = measured(first.stderr)
     assert got, "nothing was measured:\n" + first.stderr
+    # The openblas backend on the program's own OpenBLAS (which libblas.so.3 forwards to) is the
+    # very code native runs: measured once, as native.
+    for rates, _ in got.values():
+        assert "native" in rates and "openblas" not in rates, rates
     # The first call of a class runs natively (native's sample) and the candidates compute on
     # copies: everything the program sees is what its own library gives it.
     native = run([str(PROGRAMS / "measured_calls")], preload=False, env=ONE_THREAD)
@@ -105,14 +109,40 @@ def test_a_second_process_routes_from_the_profile_without_measuring(cache):
     assert os.stat(os.path.dirname(path)).st_mode & 0o077 == 0
 
 
+# 256: calls well under 2 ms, timed in batches, each of another candidate's calls followed by a
+# native one; 768: calls of several ms, screened on a quarter first.
+@pytest.mark.parametrize("n", [256, 768])
 @pytest.mark.parametrize("slow", ["openblas", "onednn"])
-def test_a_slow_backend_is_avoided(cache, slow):
-    r = auto(cache, "measured_calls", 256, SOL_TEST_SLOW=slow)
+def test_a_slow_backend_is_avoided(cache, slow, n):
+    # The reference BLAS as the program's library, so that openblas is a candidate of its own.
+    env = {"LD_LIBRARY_PATH": REFERENCE_BLAS_DIR} if slow == "openblas" else {}
+    r = auto(cache, "measured_calls", n, SOL_TEST_SLOW=slow, **env)
     got = measured(r.stderr)
     assert got, r.stderr
     for (cls, _), (rates, choice) in got.items():
         assert slow in rates, (cls, rates)
         assert choice != slow, (cls, rates, choice)
+
+
+def test_a_backend_that_slows_the_programs_next_call_is_charged_for_it_in_a_mixed_program(cache):
+    """A short call routed away from the program's library, in a program that also calls its
+    library, is followed by the program's own calls: a candidate whose threads keep the cores
+    busy after it returns (SOL_TEST_SLOW=name:after makes the next native call ten times slower)
+    loses, though its own calls are as fast. measured_calls' first class (NT) is measured before the
+    program made any other native call: alone, by the library's steady state, uncharged; its second
+    (NN) after one: charged."""
+    fair = auto(cache, "measured_calls", 128, SOL_TEST_CPU_MODEL="fair")
+    charged = auto(cache, "measured_calls", 128, SOL_TEST_CPU_MODEL="charged", SOL_TEST_SLOW="onednn:after")
+    got_fair, got_charged = measured(fair.stderr), measured(charged.stderr)
+    assert got_fair and got_fair.keys() == got_charged.keys(), (fair.stderr, charged.stderr)
+    for key, (rates, choice) in got_charged.items():
+        alone = got_fair[key][0]["onednn"]
+        if "transb=T" in key[0]:
+            assert rates["onednn"] > 0.5 * alone, (key, rates, got_fair[key])
+        else:
+            assert choice == "native", (key, rates, got_fair[key])
+            # Its rate counts the native call's extra time: far below what it ran at alone.
+            assert rates["onednn"] < 0.5 * alone, (key, rates, got_fair[key])
 
 
 def test_measurement_off(cache):
