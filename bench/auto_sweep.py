@@ -91,7 +91,9 @@ def main():
             print("%6s" % "n" + "".join("%11s" % v for v in variants) + "%10s%10s  %s" % ("/fastest", "/native", "auto's choice"))
             for n in SIZES:
                 budget = 0.05 if n <= 512 else 0.1
-                measure("auto", dtype, n, trans, 0)  # auto measures this size's class once, here
+                # auto measures this size's class once, here, in a process long enough for a trial
+                # in use (a candidate measured beside native's spinning threads; see README)
+                measure("auto", dtype, n, trans, 0.5)
                 best = {}
                 for _ in range(ROUNDS if n <= 1024 else 2):
                     for v in variants:

@@ -330,6 +330,10 @@ bool Profile::claim(int native, uint64_t key) noexcept {
   return s->value.compare_exchange_strong(expected, kMeasuring, std::memory_order_acq_rel);
 }
 
+void Profile::begin_trial(int native, uint64_t key) noexcept {
+  if (Slot* s = find(slot_key(native, key), false)) s->value.store(kTrial, std::memory_order_release);
+}
+
 void Profile::release(int native, uint64_t key) noexcept {
   if (Slot* s = find(slot_key(native, key), false)) s->value.store(kUnrouted, std::memory_order_release);
 }

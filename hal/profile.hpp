@@ -53,6 +53,9 @@ struct Row {
   std::string size;    // the call measured, "300x300x300"
   std::vector<Rate> rates;
   std::string choice;
+  // In this process only, never in the file: a candidate to try in use before the choice is
+  // final (capture/exec/measure.hpp).
+  std::string trial;
 };
 
 // Everything the profile's figures depend on, one "name=value" per line. `libsol`: the path of
@@ -72,6 +75,7 @@ class Profile {
   static constexpr int kUnknown = -1;    // never measured
   static constexpr int kMeasuring = -2;  // being measured by another thread right now
   static constexpr int kUnrouted = -3;   // nothing known and nothing will be: route by the built-in order
+  static constexpr int kTrial = -4;      // measured; a candidate is being tried in use (the caller's table)
 
   explicit Profile(const config::Config& cfg, const std::string& libsol = "");
 
@@ -89,6 +93,8 @@ class Profile {
   // Marks (native, key) as being measured by the caller. false when someone else got there first
   // or it is known.
   bool claim(int native, uint64_t key) noexcept;
+  // Turns the caller's claim into a trial: lookup() says kTrial until record().
+  void begin_trial(int native, uint64_t key) noexcept;
   // Gives up a claim (measurement failed): the class routes by the built-in order from now on.
   void release(int native, uint64_t key) noexcept;
   // Stores a measurement (the caller's claim) and writes it to the file.

@@ -47,6 +47,54 @@
           "jmp *sol_slot_" #name "(%rip)\n"        \
           ".cfi_endproc\n"                         \
           ".size " #name ", .-" #name "\n");
+// The same, for a symbol whose size check has its own function, sol_small_<name> (a predicate over
+// the register arguments only): mode 2 asks the stub to call it, with the argument registers
+// saved around the call, and to go straight to the native symbol when it says the call is small
+// (under auto, small calls stay with an optimized native library). That costs a few instructions
+// where the slow path's frame would copy every stack argument. SOL_ENTRY_SIZED_XMM also saves
+// xmm0-7, for functions that take floating-point arguments by value (CBLAS's alpha, beta).
+#define SOL_SIZED_SAVE                                                                  \
+  "push %rdi\n.cfi_adjust_cfa_offset 8\npush %rsi\n.cfi_adjust_cfa_offset 8\n"          \
+  "push %rdx\n.cfi_adjust_cfa_offset 8\npush %rcx\n.cfi_adjust_cfa_offset 8\n"          \
+  "push %r8\n.cfi_adjust_cfa_offset 8\npush %r9\n.cfi_adjust_cfa_offset 8\n"
+#define SOL_SIZED_RESTORE                                                               \
+  "pop %r9\n.cfi_adjust_cfa_offset -8\npop %r8\n.cfi_adjust_cfa_offset -8\n"           \
+  "pop %rcx\n.cfi_adjust_cfa_offset -8\npop %rdx\n.cfi_adjust_cfa_offset -8\n"         \
+  "pop %rsi\n.cfi_adjust_cfa_offset -8\npop %rdi\n.cfi_adjust_cfa_offset -8\n"
+#define SOL_ENTRY_SIZED_IMPL(name, index, save_xmm, restore_xmm) \
+  __asm__(".text\n"                                                    \
+          ".globl " #name "\n"                                         \
+          ".type " #name ", @function\n"                               \
+          ".p2align 4\n" #name ":\n"                                   \
+          ".cfi_startproc\n"                                           \
+          "endbr64\n"                                                  \
+          "cmpb $0, sol_modes+" #index "(%rip)\n"                      \
+          "jne 1f\n"                                                   \
+          "jmp *sol_slot_" #name "(%rip)\n"                            \
+          "1:\n"                                                       \
+          "cmpb $2, sol_modes+" #index "(%rip)\n"                      \
+          "jne sol_slow_" #name "\n"                                   \
+          SOL_SIZED_SAVE                                               \
+          "sub $72, %rsp\n.cfi_adjust_cfa_offset 72\n"                  \
+          save_xmm                                                     \
+          "call sol_small_" #name "\n"                                 \
+          restore_xmm                                                  \
+          "add $72, %rsp\n.cfi_adjust_cfa_offset -72\n"                 \
+          SOL_SIZED_RESTORE                                            \
+          "test %al, %al\n"                                            \
+          "jz sol_slow_" #name "\n"                                    \
+          "jmp *sol_slot_" #name "(%rip)\n"                            \
+          ".cfi_endproc\n"                                             \
+          ".size " #name ", .-" #name "\n");
+#define SOL_ENTRY_SIZED(name, index) SOL_ENTRY_SIZED_IMPL(name, index, "", "")
+#define SOL_ENTRY_SIZED_XMM(name, index)                                                          \
+  SOL_ENTRY_SIZED_IMPL(name, index,                                                               \
+                       "movq %xmm0, 0(%rsp)\nmovq %xmm1, 8(%rsp)\nmovq %xmm2, 16(%rsp)\n"         \
+                       "movq %xmm3, 24(%rsp)\nmovq %xmm4, 32(%rsp)\nmovq %xmm5, 40(%rsp)\n"       \
+                       "movq %xmm6, 48(%rsp)\nmovq %xmm7, 56(%rsp)\n",                           \
+                       "movq 0(%rsp), %xmm0\nmovq 8(%rsp), %xmm1\nmovq 16(%rsp), %xmm2\n"         \
+                       "movq 24(%rsp), %xmm3\nmovq 32(%rsp), %xmm4\nmovq 40(%rsp), %xmm5\n"       \
+                       "movq 48(%rsp), %xmm6\nmovq 56(%rsp), %xmm7\n")
 #define SOL_ALIAS(alias, name)                     \
   __asm__(".globl " #alias "\n"                    \
           ".type " #alias ", @function\n"          \
@@ -83,6 +131,13 @@ inline bool passthrough(Sym s) noexcept {
 }
 inline void set_passthrough(Sym s, bool on) noexcept {
   std::atomic_ref<uint8_t>(g_modes[static_cast<size_t>(s)]).store(on ? 0 : 1, std::memory_order_relaxed);
+}
+// For a symbol whose entry stub can check a call's size itself (SOL_ENTRY_SIZED), once its native
+// library keeps the small calls (capture::native_below() > 0): mode 2, the stub asks first.
+inline void check_size_at_entry(Sym s) noexcept {
+  std::atomic_ref<uint8_t> mode(g_modes[static_cast<size_t>(s)]);
+  uint8_t slow = 1;
+  if (mode.load(std::memory_order_relaxed) == 1) mode.compare_exchange_strong(slow, 2, std::memory_order_relaxed);
 }
 
 // Reads the configuration and sets the modes, once per process; called by libsol's constructor

@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "capture/blas/blas.hpp"
 #include "capture/blas/call.hpp"
@@ -32,6 +34,31 @@ std::atomic<double> g_native_below[kNumSymbols];
 namespace {
 
 // Created by start_executor() and never destroyed: calls may arrive while the process exits.
+// A candidate tried in use (measure.hpp, Row::trial): for a while the class's calls go to it,
+// timed, and the choice is made from what they took.
+struct Trial {
+  int native;
+  uint64_t key;
+  hal::profile::Row row;  // the measurement (choice "native" so far)
+  hal::Backend* backend;
+  double native_gflops;  // measured; then the best of native's own calls after the candidate's
+  uint64_t until_ns;     // the candidate's turn ends at its first call from then on (and its third)
+  double best_gflops = 0;
+  int calls = 0;
+  // Then native's turn, a few calls (kNativeTurn), so that both are judged in use: native's
+  // measurement may have run beside the candidate's threads as much as the reverse.
+  bool native_turn = false;
+  uint64_t native_until_ns = 0;
+  int native_calls = 0;
+  bool done = false;
+};
+
+// OpenBLAS's workers spin for 2^28 cycles after their last work before they sleep (0.13 s at
+// 2 GHz; GNU OpenMP's spin far less): a trial lasts beyond that, so that its best calls are the
+// candidate's own steady state in this program.
+constexpr uint64_t kTrialNs = 300'000'000;
+constexpr uint64_t kNativeTurnNs = 20'000'000;
+
 struct Executor {
   config::Config cfg;
   hal::Registry registry;
@@ -46,6 +73,8 @@ struct Executor {
   void note_native() noexcept {
     if (!native_ran.load(std::memory_order_relaxed)) native_ran.store(true, std::memory_order_relaxed);
   }
+  std::mutex trials_mu;  // trials; taken only by calls of a class on trial
+  std::vector<std::unique_ptr<Trial>> trials;  // finished ones stay: callers may hold pointers
   explicit Executor(const config::Config& c)
       : cfg(c), registry(cfg), router(cfg, registry), profile(cfg), strict(c.strict), verify(c.verify) {
     measured = profile.measuring() || (!profile.path().empty() && ::access(profile.path().c_str(), R_OK) == 0);
@@ -260,14 +289,25 @@ void warn_if_measured_slow(const Node& node, double flops, const hal::profile::R
 // Measuring runs the call itself natively first, timed, as native's sample: `ran` says so, and
 // the node is then done.
 // Only valid calls are measured: `err` (with `checked` set) holds the check when one was needed.
+// A class on trial: `trial` is set, and the candidate's name returned.
 const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn native_call, bool& ran,
-                            blas::ArgError& err, bool& checked) noexcept {
+                            blas::ArgError& err, bool& checked, Trial*& trial) noexcept {
   ran = false;
+  trial = nullptr;
   hal::profile::Profile& prof = ex.profile;
   const int native = native_index(ex, node);
   const uint64_t key = hal::profile::class_of(node);
   const int v = prof.lookup(native, key);
   if (SOL_LIKELY(v >= 0)) return prof.candidate_name(v);
+  if (v == hal::profile::Profile::kTrial) {
+    std::lock_guard<std::mutex> lock(ex.trials_mu);
+    for (const auto& t : ex.trials)
+      if (!t->done && t->native == native && t->key == key) {
+        trial = t.get();
+        return t->native_turn ? "native" : t->backend->name();
+      }
+    return nullptr;  // decided meanwhile
+  }
   if (v != hal::profile::Profile::kUnknown) return nullptr;
   if (!prof.measuring()) {
     prof.unrouted(native, key);
@@ -328,6 +368,20 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
               row.choice.c_str(), static_cast<double>(measure::now_ns() - measuring_from) * 1e-6);
     }
     warn_if_measured_slow(node, flops, row);
+    if (hal::Backend* b = row.trial.empty() ? nullptr : ex.registry.get(row.trial)) {
+      double native_gflops = 0;
+      for (const auto& r : row.rates)
+        if (r.candidate == "native") native_gflops = r.gflops;
+      auto t = std::make_unique<Trial>(Trial{native, key, row, b, native_gflops, measure::now_ns() + kTrialNs});
+      SOL_LOG(debug, "trying %s in use for %s, then native: measured beside each other's threads", b->name(),
+              hal::profile::class_text(key).c_str());
+      // The measured choice is recorded first: it stands if the process ends before the trial.
+      prof.record(native, row);
+      std::lock_guard<std::mutex> lock(ex.trials_mu);
+      ex.trials.push_back(std::move(t));
+      prof.begin_trial(native, key);
+      return nullptr;  // this call is done (native's sample); the next goes to the candidate
+    }
     prof.record(native, row);
   } catch (...) {
     prof.release(native, key);
@@ -335,6 +389,44 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
   }
   const int chosen = prof.lookup(native, key);
   return chosen >= 0 ? prof.candidate_name(chosen) : nullptr;
+}
+
+// One call of a class on trial, at `gflops` (< 0: the candidate declined it), made by native in
+// native's turn. Once both turns are over, the class goes to the candidate if its best call beat
+// native's best (measured or in use) by 3 %.
+void observe_trial(Executor& ex, Trial& t, double gflops, bool by_native) noexcept {
+  std::lock_guard<std::mutex> lock(ex.trials_mu);
+  if (t.done || by_native != t.native_turn) return;
+  const uint64_t now = measure::now_ns();
+  if (!by_native) {
+    if (gflops > t.best_gflops) t.best_gflops = gflops;
+    ++t.calls;
+    if (gflops >= 0 && (t.calls < 3 || now < t.until_ns)) return;
+    if (gflops >= 0) {
+      t.native_turn = true;
+      t.native_until_ns = now + kNativeTurnNs;
+      return;
+    }
+  } else {
+    if (gflops > t.native_gflops) t.native_gflops = gflops;
+    if (++t.native_calls < 3 || now < t.native_until_ns) return;
+  }
+  t.done = true;
+  const bool wins = gflops >= 0 && t.best_gflops > 1.03 * t.native_gflops;
+  try {
+    for (auto& r : t.row.rates) {
+      if (r.candidate == t.backend->name()) r.gflops = t.best_gflops;
+      if (r.candidate == "native") r.gflops = t.native_gflops;
+    }
+    t.row.choice = wins ? t.backend->name() : "native";
+    t.row.trial.clear();
+    SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, native %.1f over %d; auto takes %s",
+            t.backend->name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls, t.native_gflops,
+            t.native_calls, t.row.choice.c_str());
+    ex.profile.record(t.native, t.row);
+  } catch (...) {
+    ex.profile.release(t.native, t.key);
+  }
 }
 
 // A DNN node: the router's plan, except that a node reading state (a workspace, mean and
@@ -394,7 +486,10 @@ bool start_executor(const config::Config& cfg) noexcept {
     g_exec.store(new Executor(cfg), std::memory_order_release);
     // A child forked while a thread wrote the profile must not inherit its lock held.
     pthread_atfork(nullptr, nullptr, [] {
-      if (Executor* ex = g_exec.load(std::memory_order_relaxed)) ex->profile.after_fork_child();
+      if (Executor* ex = g_exec.load(std::memory_order_relaxed)) {
+        ex->profile.after_fork_child();
+        new (&ex->trials_mu) std::mutex;
+      }
     });
   } catch (...) {
     log::write(log::Level::error, "error: out of memory starting the executor; every call goes to native");
@@ -467,14 +562,21 @@ const char* execute(Node& node, NativeFn native) noexcept {
   blas::ArgError err;
   bool checked = false;
   const char* measured = nullptr;
+  Trial* trial = nullptr;
   if (ex->measured && node.api != Api::dnnl && flops >= hal::Router::kMeasureFlops &&
       ex->router.automatic(node, flops)) {
     bool ran = false;
-    measured = measured_choice(*ex, node, flops, native, ran, err, checked);
+    measured = measured_choice(*ex, node, flops, native, ran, err, checked, trial);
     if (ran) return "native";  // the class's first call: native's sample
     // A class that stays native, the common case: straight there (the library checks arguments).
     if (measured && measured[0] == 'n' && std::strcmp(measured, "native") == 0 && node.native) {
       ex->note_native();
+      if (SOL_UNLIKELY(trial != nullptr)) {  // native's turn in a trial: timed
+        const uint64_t t0 = measure::now_ns();
+        native();
+        observe_trial(*ex, *trial, flops / (static_cast<double>(measure::now_ns() - t0) * 1e-9) * 1e-9, true);
+        return "native";
+      }
       native();
       return "native";
     }
@@ -502,7 +604,13 @@ const char* execute(Node& node, NativeFn native) noexcept {
       native();
       return "native";
     }
+    const uint64_t t0 = trial ? measure::now_ns() : 0;
     const hal::Reason r = run_on(*ex, *c.backend, node);
+    if (trial && c.backend == trial->backend) {
+      const double seconds = static_cast<double>(measure::now_ns() - t0) * 1e-9;
+      observe_trial(*ex, *trial, r == hal::Reason::ok ? flops / seconds * 1e-9 : -1, false);
+      trial = nullptr;
+    }
     if (r == hal::Reason::ok) {
       deliver_result(node);
       return c.backend->name();

@@ -31,6 +31,9 @@ struct Candidate {
 // after one run.
 // `mixed`: the program already made native calls of other classes, which stay where they are, so
 // that a candidate's short calls are timed between native ones, each charged for the switch.
+// Otherwise (alone) every other candidate ran beside native's threads, which spin for a while
+// after each call (OpenBLAS's for about 0.1 s), and native beside theirs: row.trial then names
+// the best other CPU candidate, to be tried in use against native before the choice is final.
 bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds, bool mixed,
          hal::profile::Row& row) noexcept;
 
@@ -38,7 +41,9 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
 // spins after computing), so that tests can check that auto avoids a slow candidate. Applies to
 // measured and routed runs alike; ignored unless the variable is set. SOL_TEST_SLOW=<backend>:after
 // instead makes the native call that follows it in the same thread (in a measurement) take ten
-// times as long, as a library whose threads keep the cores busy after it returns does.
+// times as long, as a library whose threads keep the cores busy after it returns does;
+// SOL_TEST_SLOW=<backend>:measured slows it only while measured, as beside native's spinning
+// threads, so that its trial in use (Row::trial) finds it fast.
 void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept;
 void native_slowed_if_asked(uint64_t started_ns) noexcept;
 uint64_t now_ns() noexcept;

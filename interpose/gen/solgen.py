@@ -163,15 +163,53 @@ def flops_expr(r, value, left):
     return FLOPS_NAMES.sub(sub, r.flops)
 
 
-def flops_check(r, sym, native, call, fortran):
-    """Lines that send a small call straight to native, before any node is built."""
+def flops_check(r, sym, native, call, fortran, sized=False):
+    """Lines that send a small call straight to native, before any node is built. `sized`: the
+    entry stub can check sizes itself (size_predicate), and is told to from the first call here."""
     if fortran:
         expr = flops_expr(r, lambda w: "*" + w, "(*side == 'L' || *side == 'l')")
     else:
         expr = flops_expr(r, lambda w: w, "(static_cast<int>(side) == 141)")
+    if sized:
+        return ["  if (const double sol_below = sol::capture::native_below(Sym::%s); sol_below > 0) {" % sym,
+                "    sol::interpose::check_size_at_entry(Sym::%s);" % sym,
+                "    if ((%s) < sol_below) return %s(%s);" % (expr, native, call),
+                "  }"]
     return ["  if (const double sol_below = sol::capture::native_below(Sym::%s); sol_below > 0 && (%s) < sol_below)"
             % (sym, expr),
             "    return %s(%s);" % (native, call)]
+
+
+def is_float_param(decl):
+    """Passed in an SSE register (a float or double by value)."""
+    return "*" not in decl and re.search(r"\b(float|double)\b", decl) is not None
+
+
+def size_predicate(r, sym, params, fortran):
+    """The size check as a function of its own over the first arguments, which the entry stub
+    calls with the argument registers saved (SOL_ENTRY_SIZED): (lines, saves_xmm), or None when
+    the check reads an argument passed on the stack."""
+    if fortran:
+        expr = flops_expr(r, lambda w: "*" + w, "(*side == 'L' || *side == 'l')")
+    else:
+        expr = flops_expr(r, lambda w: w, "(static_cast<int>(side) == 141)")
+    used = {w for w in FLOPS_NAMES.findall(r.flops) if w in ("m", "n", "k", "kl", "ku")}
+    if "left" in FLOPS_NAMES.findall(r.flops):
+        used.add("side")
+    names = [p[1] for p in params]
+    if not used <= set(names):
+        return None
+    last = max((names.index(u) for u in used), default=-1)
+    head = params[:last + 1]
+    if sum(not is_float_param(d) for d, _ in head) > 6 or sum(is_float_param(d) for d, _ in head) > 8:
+        return None
+    decl = ", ".join(d if n in used else d.rsplit(" ", 1)[0] for d, n in head) or "void"
+    lines = ["SOL_SLOW bool %s_small(%s) noexcept SOL_ASM_NAME(sol_small_%s);" % (sym, decl, sym),
+             "bool %s_small(%s) noexcept {" % (sym, decl),
+             "  const double sol_below = sol::capture::native_below(Sym::%s);" % sym,
+             "  return sol_below > 0 && (%s) < sol_below;" % expr,
+             "}"]
+    return lines, any(is_float_param(d) for d, _ in params)
 
 
 def fortran_params(r):
@@ -421,8 +459,9 @@ def c_decl(params):
 
 
 def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fill, header_checked=False,
-                 early=None, runner="run"):
-    """One exported function (plus aliases) forwarding to native symbol `sym` (the index-th symbol)."""
+                 early=None, runner="run", small=None):
+    """One exported function (plus aliases) forwarding to native symbol `sym` (the index-th symbol).
+    `small`: size_predicate()'s result, for an entry stub that checks sizes itself."""
     decl, call = c_decl(params), c_call(params)
     fn = "%s_fn" % sym
     returns = ret != "void"
@@ -437,6 +476,10 @@ def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fi
     out.append("SOL_SLOT(%s) std::atomic<%s> slot_%s SOL_ASM_NAME(sol_slot_%s){&%s_resolve};"
                % (sym, fn, sym, sym, sym))
     out.append("SOL_SLOW %s %s_slow(%s) noexcept SOL_ASM_NAME(sol_slow_%s);" % (ret, sym, decl, sym))
+    if small:
+        out.append("#if SOL_ASM_ENTRIES")
+        out += small[0]
+        out.append("#endif")
     # No native definition anywhere: the slow path serves the call from SOL's backends.
     out.append("%s %s_resolve(%s) noexcept {" % (ret, sym, decl))
     out.append("  if (auto fn = sol::interpose::resolve_slot(Sym::%s, slot_%s)) return fn(%s);" % (sym, sym, call))
@@ -463,7 +506,10 @@ def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fi
     out.append("}")
     out.append("}  // namespace")
     out.append("#if SOL_ASM_ENTRIES")
-    out.append("SOL_ENTRY(%s, %d)" % (export, index))
+    if small:
+        out.append("%s(%s, %d)" % ("SOL_ENTRY_SIZED_XMM" if small[1] else "SOL_ENTRY_SIZED", export, index))
+    else:
+        out.append("SOL_ENTRY(%s, %d)" % (export, index))
     for alias in aliases:
         out.append("SOL_ALIAS(%s, %s)" % (alias, export))
     out.append("#else")
@@ -506,9 +552,10 @@ def generate(blas_path, dnnl_path, out_dir):
     for r in routines:
         sym = r.name + "_"
         params = fortran_params(r)
+        small = size_predicate(r, sym, params, fortran=True)
         emit_wrapper(fort, sym=sym, index=len(symbols), export=sym, aliases=[r.name, r.name.upper()], ret=r.ret_ctype(),
                      params=params, op=r.op, dtype=r.dtype, fill=fortran_fill(r),
-                     early=flops_check(r, sym, "NATIVE", "CALL", fortran=True))
+                     early=flops_check(r, sym, "NATIVE", "CALL", fortran=True, sized=small is not None), small=small)
         symbols.append((sym, "blas", r.op, r.dtype, value_fields(r)))
         exports += [(sym, "blas"), (r.name, "blas"), (r.name.upper(), "blas")]
         if r.ret is not None:
@@ -535,14 +582,12 @@ def generate(blas_path, dnnl_path, out_dir):
         params = cblas_params(r)
         fill = cblas_fill(r) + (["sol_node.result = result;"] if r.ret_complex() else [])
         ret = cblas_ret(r)
-        if r.ret_complex():
-            emit_wrapper(cb, sym=name, index=len(symbols), export=name, aliases=[], ret="void", params=params,
-                         op=r.op, dtype=r.dtype, fill=fill, header_checked=True,
-                         early=flops_check(r, name, "NATIVE", "CALL", fortran=False))
-        else:
-            emit_wrapper(cb, sym=name, index=len(symbols), export=name, aliases=[], ret=ret, params=params,
-                         op=r.op, dtype=r.dtype, fill=fill, header_checked=True,
-                         early=flops_check(r, name, "NATIVE", "CALL", fortran=False))
+        small = size_predicate(r, name, params, fortran=False)
+        emit_wrapper(cb, sym=name, index=len(symbols), export=name, aliases=[],
+                     ret="void" if r.ret_complex() else ret, params=params, op=r.op, dtype=r.dtype, fill=fill,
+                     header_checked=True,
+                     early=flops_check(r, name, "NATIVE", "CALL", fortran=False, sized=small is not None),
+                     small=small)
         symbols.append((name, "cblas", r.op, r.dtype, (["layout"] if r.level >= 2 else []) + value_fields(r)))
         exports.append((name, "cblas"))
     with open(os.path.join(out_dir, "blas_cblas.cpp"), "w") as f:

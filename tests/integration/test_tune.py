@@ -145,6 +145,58 @@ def test_a_backend_that_slows_the_programs_next_call_is_charged_for_it_in_a_mixe
             assert rates["onednn"] < 0.5 * alone, (key, rates, got_fair[key])
 
 
+TRIED = re.compile(r"^sol: tried (\w+) in use for (.+?): ([0-9.]+) GFLOP/s over (\d+) calls, "
+                   r"native ([0-9.]+) over (\d+); auto takes (\w+)$")
+
+
+def trials(stderr):
+    return [(m.group(1), m.group(2), float(m.group(3)), float(m.group(5)), m.group(7))
+            for m in map(TRIED.match, stderr.splitlines()) if m]
+
+
+def test_a_candidate_measured_beside_natives_threads_is_tried_in_use(cache):
+    """Alone (the program's first class), every candidate ran beside native's spinning threads: the
+    best is tried in use, then native, and the choice follows what they did there. The knob slows
+    oneDNN only while measured, as native's threads do on few cores."""
+    r = auto(cache, "repeated_gemm", 128, 0.6, SOL_TEST_SLOW="onednn:measured")
+    assert r.returncode == 0, r.stderr
+    [(cls, _)] = measured(r.stderr).keys()
+    measured_rate = measured(r.stderr)[(cls, "sgemm_")][0]["onednn"]
+    [(candidate, tried_cls, in_use, native, choice)] = trials(r.stderr)
+    assert candidate == "onednn" and tried_cls == cls, r.stderr
+    assert in_use > 3 * measured_rate, (in_use, measured_rate)
+    assert choice == ("onednn" if in_use > 1.03 * native else "native"), (in_use, native, choice)
+    # The profile holds the trial's outcome, and its figures.
+    [path] = profiles(cache)
+    [row] = rows(path)
+    assert row[5] == choice, row
+    rates = dict(r.split("=") for r in row[6:])
+    assert abs(float(rates["onednn"]) - in_use) < 0.1 and abs(float(rates["native"]) - native) < 0.1, row
+    # Results: those of the library that computed the last call (the trial ends with native's
+    # turn when native wins; the candidate computes every call after the trial when it wins).
+    plain = run([str(PROGRAMS / "repeated_gemm"), "128", "0"], preload=False, env=ONE_THREAD)
+    direct = run([str(PROGRAMS / "repeated_gemm"), "128", "0"], env={"SOL_BACKEND": choice, **ONE_THREAD}) \
+        if choice != "native" else plain
+    assert r.stdout.split(" after")[0] == direct.stdout.split(" after")[0]
+
+
+def test_a_slow_candidate_loses_its_trial(cache):
+    r = auto(cache, "repeated_gemm", 128, 0.6, SOL_TEST_SLOW="onednn")
+    assert r.returncode == 0, r.stderr
+    [(candidate, _, in_use, native, choice)] = trials(r.stderr)
+    assert candidate == "onednn" and choice == "native", (in_use, native)
+
+
+def test_no_trial_in_a_mixed_program(cache):
+    """measured_calls' second class is measured after the program's own library ran the first:
+    measured between native calls, it needs no trial; its first class, alone, gets one (which this
+    short program ends before it is over: the measured choice stands in the profile)."""
+    r = auto(cache, "measured_calls", 128)
+    trying = [l for l in r.stderr.splitlines() if l.startswith("sol: trying")]
+    assert len(trying) == 1 and "transb=T" in trying[0], r.stderr
+    assert len(rows(profiles(cache)[0])) == 2
+
+
 def test_measurement_off(cache):
     r = auto(cache, "measured_calls", SOL_TUNE="0")
     assert r.returncode == 0
