@@ -1,13 +1,17 @@
 #include "capture/capture.hpp"
 
 #include <pthread.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 
 #include "capture/exec/executor.hpp"
 #include "capture/trace/trace.hpp"
 #include "capture/exec/verify.hpp"
+#include "common/log.hpp"
 #include "config/config.hpp"
+#include "hal/transfers.hpp"
 
 namespace sol::capture {
 namespace {
@@ -46,7 +50,18 @@ void submit(Node& node, NativeFn native) noexcept {
 
 void finish_process(const char* how) noexcept {
   verify::finish();
-  trace::finish_process(how);
+  trace::finish_process(how);  // summary.json carries the transfers too
+  // One line per process in which a device backend ran work (a forked child reports its own).
+  static std::atomic<pid_t> reported{0};
+  const pid_t me = ::getpid();
+  if (reported.exchange(me, std::memory_order_relaxed) == me) return;
+  const hal::transfers::Totals t = hal::transfers::totals();
+  if (t.nodes > 0) {
+    try {
+      SOL_LOG(info, "%s", hal::transfers::line(t).c_str());
+    } catch (...) {
+    }
+  }
 }
 
 }  // namespace sol::capture

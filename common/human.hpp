@@ -1,4 +1,4 @@
-// Durations for people: the one format of summary.txt (written by libsol) and `sol report`, so
+// Durations and sizes for people: the one format of summary.txt (written by libsol) and `sol report`, so
 // that the two read alike.
 #pragma once
 
@@ -20,6 +20,20 @@ inline std::string human_ns(uint64_t ns) {
     std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
   else
     std::snprintf(buf, sizeof buf, "%.3f s", ns / 1e9);
+  return buf;
+}
+
+// 812 B, 15.3 KiB, 4.27 MiB, 1.50 GiB
+inline std::string human_bytes(uint64_t bytes) {
+  char buf[32];
+  if (bytes < 1024)
+    std::snprintf(buf, sizeof buf, "%" PRIu64 " B", bytes);
+  else if (bytes < (uint64_t{1} << 20))
+    std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024.0);
+  else if (bytes < (uint64_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / 1048576.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
   return buf;
 }
 

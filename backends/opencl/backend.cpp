@@ -27,6 +27,7 @@
 #include "common/native.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
+#include "hal/transfers.hpp"
 
 namespace sol::backends::opencl {
 namespace {
@@ -48,13 +49,19 @@ class ClMemory final : public hal::DeviceMemory {
   }
   bool copy_to_device(void* dst, const void* src, size_t bytes) noexcept override {
     std::lock_guard<std::mutex> lock(mutex_);
-    return device_.cl().clEnqueueWriteBuffer(device_.queue(), static_cast<cl_mem>(dst), CL_TRUE, 0, bytes,
-                                             src, 0, nullptr, nullptr) == CL_SUCCESS;
+    if (device_.cl().clEnqueueWriteBuffer(device_.queue(), static_cast<cl_mem>(dst), CL_TRUE, 0, bytes, src, 0,
+                                          nullptr, nullptr) != CL_SUCCESS)
+      return false;
+    hal::transfers::to_device(bytes);
+    return true;
   }
   bool copy_to_host(void* dst, const void* src, size_t bytes) noexcept override {
     std::lock_guard<std::mutex> lock(mutex_);
-    return device_.cl().clEnqueueReadBuffer(device_.queue(), static_cast<cl_mem>(const_cast<void*>(src)),
-                                            CL_TRUE, 0, bytes, dst, 0, nullptr, nullptr) == CL_SUCCESS;
+    if (device_.cl().clEnqueueReadBuffer(device_.queue(), static_cast<cl_mem>(const_cast<void*>(src)), CL_TRUE, 0,
+                                         bytes, dst, 0, nullptr, nullptr) != CL_SUCCESS)
+      return false;
+    hal::transfers::to_host(bytes);
+    return true;
   }
   bool sync() noexcept override {
     std::lock_guard<std::mutex> lock(mutex_);

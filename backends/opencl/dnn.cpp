@@ -13,6 +13,7 @@
 #include "capture/dnn/validate.hpp"
 #include "capture/ir/dnn.hpp"
 #include "common/log.hpp"
+#include "hal/transfers.hpp"
 
 namespace sol::backends::opencl {
 namespace {
@@ -522,6 +523,7 @@ class DnnJob {
       cl_event ev = nullptr;
       const cl_int err =
           cl_.clEnqueueWriteBuffer(dev_.queue(), raw_[i], CL_FALSE, 0, bytes, call_.data[i], 0, nullptr, &ev);
+      if (err == CL_SUCCESS) hal::transfers::to_device(bytes);
       track(err, ev, "clEnqueueWriteBuffer");
     }
     return raw_[i];
@@ -615,6 +617,7 @@ class DnnJob {
       cl_event ev = nullptr;
       const cl_int err =
           cl_.clEnqueueReadBuffer(dev_.queue(), raw_[i], CL_FALSE, 0, bytes, staged[i], 0, nullptr, &ev);
+      if (err == CL_SUCCESS) hal::transfers::to_host(bytes);
       track(err, ev, "clEnqueueReadBuffer");
     }
     if (const cl_int err = cl_.clFinish(dev_.queue()); err != CL_SUCCESS) fail(err, "clFinish");

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/log.hpp"
+#include "hal/transfers.hpp"
 
 namespace sol::backends::opencl {
 namespace {
@@ -208,8 +209,10 @@ cl_int Job::write(int slot, Operand& o, cl_event* ev) {
   if (o.shape == Shape::general && o.ld != o.dld) {
     const size_t origin[3] = {0, 0, 0};
     const size_t region[3] = {static_cast<size_t>(o.rows) * es_, static_cast<size_t>(o.cols), 1};
-    return cl_.clEnqueueWriteBufferRect(queue_, o.buf, CL_FALSE, origin, origin, region, o.dld * es_, 0,
-                                        o.ld * es_, 0, host, 0, nullptr, ev);
+    const cl_int err = cl_.clEnqueueWriteBufferRect(queue_, o.buf, CL_FALSE, origin, origin, region, o.dld * es_, 0,
+                                                    o.ld * es_, 0, host, 0, nullptr, ev);
+    if (err == CL_SUCCESS) hal::transfers::to_device(region[0] * region[1]);
+    return err;
   }
   if (o.shape == Shape::vector && o.inc != 1) {
     auto* stage = static_cast<unsigned char*>(dev_.staging(slot, o.device_bytes));
@@ -226,7 +229,9 @@ cl_int Job::write(int slot, Operand& o, cl_event* ev) {
     clear_diagonal(o, stage, es_);
     src = stage;
   }
-  return cl_.clEnqueueWriteBuffer(queue_, o.buf, CL_FALSE, 0, o.device_bytes, src, 0, nullptr, ev);
+  const cl_int err = cl_.clEnqueueWriteBuffer(queue_, o.buf, CL_FALSE, 0, o.device_bytes, src, 0, nullptr, ev);
+  if (err == CL_SUCCESS) hal::transfers::to_device(o.device_bytes);
+  return err;
 }
 
 Reason Job::upload() {
@@ -310,6 +315,7 @@ Reason Job::read(cl_mem mem, size_t bytes, void* host) {
   cl_event ev = nullptr;
   const cl_int err = cl_.clEnqueueReadBuffer(queue_, mem, CL_FALSE, 0, bytes, host, 0, nullptr, &ev);
   if (err != CL_SUCCESS) return fail(err, "clEnqueueReadBuffer");
+  hal::transfers::to_host(bytes);
   track(ev);
   return Reason::ok;
 }

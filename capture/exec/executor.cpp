@@ -26,6 +26,7 @@
 #include "hal/profile.hpp"
 #include "hal/registry.hpp"
 #include "hal/router.hpp"
+#include "hal/transfers.hpp"
 
 namespace sol::capture {
 
@@ -191,7 +192,22 @@ struct OnBackend {
   }
 };
 
+// A node a device backend computed: eagerly, one flush of its own (hal/transfers.hpp).
+void count_device_node(hal::Backend& backend, hal::Reason r) noexcept {
+  if (r != hal::Reason::ok || !backend.device_backend()) return;
+  hal::transfers::node_ran();
+  hal::transfers::flushed(hal::transfers::Cause::eager);
+}
+
+hal::Reason run_on_checked(Executor& ex, hal::Backend& backend, Node& node) noexcept;
+
 hal::Reason run_on(Executor& ex, hal::Backend& backend, Node& node) noexcept {
+  const hal::Reason r = run_on_checked(ex, backend, node);
+  count_device_node(backend, r);
+  return r;
+}
+
+hal::Reason run_on_checked(Executor& ex, hal::Backend& backend, Node& node) noexcept {
   OnBackend body{&backend};
   if (!ex.verify) return blas::with_column_major(node, body);
 
@@ -242,10 +258,15 @@ void declined(Executor& ex, const hal::Candidate& c, const Node& node, hal::Reas
 hal::Reason run_dnn_on(Executor& ex, hal::Backend& backend, Node& node) noexcept {
   const hal::Reason why = backend.supports(node);
   if (why != hal::Reason::ok) return why;
-  if (!ex.verify) return backend.run(node);
+  if (!ex.verify) {
+    const hal::Reason r = backend.run(node);
+    count_device_node(backend, r);
+    return r;
+  }
   verify::DnnSnapshot snapshot;
   const bool snapped = snapshot.take(node);
   const hal::Reason r = backend.run(node);
+  count_device_node(backend, r);
   if (r == hal::Reason::ok && snapped) snapshot.check(node, backend.name());
   return r;
 }
@@ -490,6 +511,7 @@ bool start_executor(const config::Config& cfg) noexcept {
         ex->profile.after_fork_child();
         new (&ex->trials_mu) std::mutex;
       }
+      hal::transfers::reset();  // the child's line reports its own work
     });
   } catch (...) {
     log::write(log::Level::error, "error: out of memory starting the executor; every call goes to native");

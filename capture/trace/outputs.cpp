@@ -17,6 +17,7 @@
 #include "common/fs_safety.hpp"
 #include "common/human.hpp"
 #include "common/log.hpp"
+#include "hal/transfers.hpp"
 
 namespace sol::capture::trace {
 namespace {
@@ -147,6 +148,7 @@ std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>&
          ", \"depth\": " + std::to_string(s.depth);
   out += ", \"exit\": ";
   json_str(out, how);
+  out += ", \"transfers\": " + hal::transfers::json(hal::transfers::totals());
   out += "},\n  \"ops\": [";
   bool first = true;
   for (uint32_t id : sig_order) {

@@ -127,6 +127,27 @@ std::vector<std::string> columns_of(const Row& example) {
   return cols;
 }
 
+Process::Transfers transfers(const Survey& s) {
+  Process::Transfers t;
+  for (const Process& p : s.processes) {
+    t.nodes += p.transfers.nodes;
+    t.flushes += p.transfers.flushes;
+    t.to_device += p.transfers.to_device;
+    t.to_host += p.transfers.to_host;
+    for (const auto& [cause, n] : p.transfers.flushes_by_cause) t.flushes_by_cause[cause] += n;
+  }
+  return t;
+}
+
+std::string transfers_line(const Survey& s) {
+  const Process::Transfers t = transfers(s);
+  if (t.nodes == 0) return "";
+  std::string causes;
+  for (const auto& [cause, n] : t.flushes_by_cause) causes += (causes.empty() ? "" : ", ") + cause + " " + std::to_string(n);
+  return "device: " + std::to_string(t.nodes) + " nodes, " + std::to_string(t.flushes) + " flushes (" + causes +
+         "), " + human_bytes(t.to_device) + " to the device, " + human_bytes(t.to_host) + " back";
+}
+
 Row survey_totals(const Survey& s) {
   Row processes = Row::array();
   for (const Process& p : s.processes) {
@@ -146,7 +167,15 @@ Row survey_totals(const Survey& s) {
   }
   Row warnings = Row::array();
   for (const auto& w : s.warnings) warnings.push_back(w);
+  const Process::Transfers t = transfers(s);
+  Row causes = Row::object();
+  for (const auto& [cause, n] : t.flushes_by_cause) causes[cause] = n;
   return {{"path", s.path},
+          {"transfers", {{"nodes", t.nodes},
+                         {"flushes", t.flushes},
+                         {"flushes_by_cause", causes},
+                         {"bytes_to_device", t.to_device},
+                         {"bytes_to_host", t.to_host}}},
           {"processes", s.processes.size()},
           {"ranks", s.ranks()},
           {"calls", s.calls()},

@@ -59,4 +59,9 @@ Row survey_totals(const Survey& s);
 // One line: "3 processes (2 ranks), 1577 calls, 52.10 ms traced, 2.513 s wall".
 std::string survey_line(const Survey& s);
 
+// What device backends moved, over every process, and as one line ("device: 3 nodes, 3 flushes
+// (eager 3), 34.0 KiB to the device, 24.0 KiB back"; "" when no device ran a node).
+Process::Transfers transfers(const Survey& s);
+std::string transfers_line(const Survey& s);
+
 }  // namespace sol::tools

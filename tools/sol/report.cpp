@@ -7,6 +7,8 @@
 // JSON (--format json), one object; keys are stable, new keys may be added:
 //   {"format": "sol-report/1", "by": "op"|"site"|"api",
 //    "input": {"path", "processes", "ranks", "calls", "traced_ns", "wall_ns",
+//              "transfers": {"nodes", "flushes", "flushes_by_cause": {cause: n}, "bytes_to_device",
+//                            "bytes_to_host"} (device backends, summed over processes),
 //              "process_list": [{"tag", "pid", "rank" (int|null), "argv": [str], "source": "summary"|"trace",
 //                                "path", "backend" (str|null), "exit" (str|null), "calls", "traced_ns",
 //                                "wall_ns"}],
@@ -201,6 +203,7 @@ std::vector<std::string> View::text_cells(const Row& r) const {
 
 void print_text(const Survey& s, View& view, const ReportOptions& o) {
   std::printf("sol report: %s: %s\n", s.path.c_str(), survey_line(s).c_str());
+  if (const std::string device = transfers_line(s); !device.empty()) std::printf("  %s\n", device.c_str());
   const size_t shown = std::min(view.rows.size(), o.limit());
   if (view.rows.empty()) {
     std::printf("\n  no calls were traced\n");

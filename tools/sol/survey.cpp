@@ -130,6 +130,20 @@ void parse_process_info(const json& p, Process& info) {
   if (info.tag.empty() && p.contains("tag")) info.tag = get_string(p, "tag", where);
   info.start_unix_ns = get_count_or_zero(p, "start_unix_ns", where);
   info.wall_ns = get_count_or_zero(p, "wall_ns", where);
+  if (p.contains("transfers")) {
+    const json& t = p["transfers"];
+    const std::string at = where + ".transfers";
+    if (!t.is_object()) throw BadInput(at + " is not an object");
+    info.transfers.nodes = get_count_or_zero(t, "nodes", at);
+    info.transfers.flushes = get_count_or_zero(t, "flushes", at);
+    info.transfers.to_device = get_count_or_zero(t, "bytes_to_device", at);
+    info.transfers.to_host = get_count_or_zero(t, "bytes_to_host", at);
+    if (t.contains("flushes_by_cause")) {
+      const json& c = t["flushes_by_cause"];
+      if (!c.is_object()) throw BadInput(at + ".flushes_by_cause is not an object");
+      for (const auto& [cause, n] : c.items()) info.transfers.flushes_by_cause[cause] = get_count(c, cause.c_str(), at);
+    }
+  }
 }
 
 ProcessData parse_summary(const std::string& text, const std::string& tag) {

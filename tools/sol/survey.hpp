@@ -46,6 +46,11 @@ struct Process {
   std::string backend, exit;
   uint64_t start_unix_ns = 0;  // 0: unknown (trace.json has no absolute time)
   uint64_t wall_ns = 0, calls = 0, traced_ns = 0;
+  // What device backends moved (summary.json's process.transfers; zeros when absent).
+  struct Transfers {
+    uint64_t nodes = 0, flushes = 0, to_device = 0, to_host = 0;
+    std::map<std::string, uint64_t> flushes_by_cause;
+  } transfers;
 };
 
 struct Survey {

@@ -1,0 +1,43 @@
+// What device backends moved, for the process: nodes run on a device, the flushes that ran them
+// (by cause), bytes to the device and bytes back. Reported at exit by one `sol: transfers:` line
+// (at info, when a device backend ran work) and in summary.json under process.transfers.
+//
+// Counters are process-wide relaxed atomics, written by device backends as they enqueue copies
+// and by the executor as nodes complete; a forked child starts from zero (its line reports its
+// own work). Eager execution flushes every node on its own: flushes = nodes.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace sol::hal::transfers {
+
+// Why pending device work ran. Eager execution has one cause; the others are the lazy
+// executor's (a host access to pending data, a system call given it, a node that runs elsewhere,
+// an API sync point, fork, a pending-graph limit, process exit).
+enum class Cause : uint8_t { eager, host_read, host_write, syscall, other_backend, sync, fork, limit, exit, count };
+const char* cause_name(Cause c) noexcept;
+
+struct Totals {
+  uint64_t nodes = 0;
+  uint64_t flushes[static_cast<size_t>(Cause::count)] = {};
+  uint64_t to_device = 0, to_host = 0;  // bytes
+  uint64_t flush_total() const noexcept;
+};
+
+void node_ran() noexcept;            // a node computed by a device backend
+void flushed(Cause cause) noexcept;  // pending work ran (eager: once per node)
+void to_device(size_t bytes) noexcept;
+void to_host(size_t bytes) noexcept;
+
+Totals totals() noexcept;
+void reset() noexcept;  // in a forked child
+
+// "sol: transfers: 3 nodes, 3 flushes, 3072 bytes to the device, 1024 bytes back" without the
+// prefix, and the JSON object for summary.json.
+std::string line(const Totals& t);
+std::string json(const Totals& t);
+
+}  // namespace sol::hal::transfers

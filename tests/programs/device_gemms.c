@@ -1,0 +1,40 @@
+/* GEMMs for a device backend's transfer accounting: `calls` sgemm calls of m x n x k, the first
+ * with beta = 0 (C is not read), the others with beta = 1. With "fork", the process forks after
+ * its first call; the child makes the remaining calls and the parent one more. Prints C's sum.
+ *
+ *   device_gemms m n k calls [fork] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void sgemm_(const char*, const char*, const int*, const int*, const int*, const float*, const float*,
+            const int*, const float*, const int*, const float*, float*, const int*, size_t, size_t);
+
+int main(int argc, char** argv) {
+  if (argc < 5) return 2;
+  const int m = atoi(argv[1]), n = atoi(argv[2]), k = atoi(argv[3]), calls = atoi(argv[4]);
+  const int forks = argc > 5 && strcmp(argv[5], "fork") == 0;
+  float *a = malloc((size_t)m * k * 4), *b = malloc((size_t)k * n * 4), *c = malloc((size_t)m * n * 4);
+  for (int i = 0; i < m * k; ++i) a[i] = (float)(i % 5) / 5;
+  for (int i = 0; i < k * n; ++i) b[i] = (float)(i % 3) / 3;
+  const float one = 1, zero = 0;
+  pid_t child = -1;
+  for (int i = 0; i < calls; ++i) {
+    sgemm_("N", "N", &m, &n, &k, &one, a, &m, b, &k, i ? &one : &zero, c, &m, 1, 1);
+    if (forks && i == 0) {
+      child = fork();
+      if (child > 0) {  /* the parent: one more call, then wait */
+        sgemm_("N", "N", &m, &n, &k, &one, a, &m, b, &k, &one, c, &m, 1, 1);
+        break;
+      }
+    }
+  }
+  if (child > 0) waitpid(child, NULL, 0);
+  double sum = 0;
+  for (int i = 0; i < m * n; ++i) sum += c[i];
+  printf("%s sum %.1f\n", child == 0 ? "child" : "process", sum);
+  fflush(stdout);
+  return 0;
+}
