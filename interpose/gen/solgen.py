@@ -606,9 +606,10 @@ def generate(blas_path, dnnl_path, out_dir):
     with open(os.path.join(out_dir, "dnnl.cpp"), "w") as f:
         f.write(file_footer(dn))
 
-    # Not intercepted primitives but process hooks (interpose/exit_hooks.cpp): a traced process
-    # that ends with _exit still writes its summaries.
-    exports += [("_exit", "hook"), ("_Exit", "hook")]
+    # Not intercepted primitives but process hooks: a traced process that ends with _exit still
+    # writes its summaries (interpose/exit_hooks.cpp); SOL's SIGSEGV handler for guarded pages stays
+    # first when the program installs its own (interpose/signal_hooks.cpp).
+    exports += [("_exit", "hook"), ("_Exit", "hook"), ("sigaction", "hook"), ("signal", "hook")]
 
     names = [e[0] for e in exports]
     dup = {n for n in names if names.count(n) > 1}

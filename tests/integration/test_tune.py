@@ -158,7 +158,7 @@ def test_a_candidate_measured_beside_natives_threads_is_tried_in_use(cache):
     """Alone (the program's first class), every candidate ran beside native's spinning threads: the
     best is tried in use, then native, and the choice follows what they did there. The knob slows
     oneDNN only while measured, as native's threads do on few cores."""
-    r = auto(cache, "repeated_gemm", 128, 0.6, SOL_TEST_SLOW="onednn:measured")
+    r = auto(cache, "repeated_gemm", 128, 1.5, SOL_TEST_SLOW="onednn:measured")
     assert r.returncode == 0, r.stderr
     [(cls, _)] = measured(r.stderr).keys()
     measured_rate = measured(r.stderr)[(cls, "sgemm_")][0]["onednn"]
@@ -181,7 +181,7 @@ def test_a_candidate_measured_beside_natives_threads_is_tried_in_use(cache):
 
 
 def test_a_slow_candidate_loses_its_trial(cache):
-    r = auto(cache, "repeated_gemm", 128, 0.6, SOL_TEST_SLOW="onednn")
+    r = auto(cache, "repeated_gemm", 128, 1.5, SOL_TEST_SLOW="onednn")
     assert r.returncode == 0, r.stderr
     [(candidate, _, in_use, native, choice)] = trials(r.stderr)
     assert candidate == "onednn" and choice == "native", (in_use, native)
