@@ -393,6 +393,11 @@ Config load(const Environment& env) {
 
   for (size_t i = 0; i < kNumKeys; ++i) apply_env(static_cast<Key>(i));
 
+  // Asking where traces go without asking for traces: most likely a forgotten SOL_TRACE=1.
+  if (!cfg.trace && cfg.source[static_cast<size_t>(Key::trace_dir)].kind == Source::env &&
+      cfg.source[static_cast<size_t>(Key::trace)].kind == Source::by_default)
+    cfg.problems.push_back("SOL_TRACE_DIR is set but tracing is off (SOL_TRACE=1 turns it on); nothing is traced");
+
   // A misspelt variable would otherwise be silently ignored.
   std::vector<std::string> env_names;
   for (const auto& k : kKeys)

@@ -27,6 +27,7 @@ CASES = {
     "bad_bool_env": ({"SOL_TRACE": "maybe"}, None, ["SOL_TRACE='maybe' is not a boolean"]),
     "bad_log_level": ({"SOL_LOG": "verbose"}, None, ["SOL_LOG='verbose' is not a log level"]),
     "unknown_env": ({"SOL_TRACEDIR": "/tmp/x"}, None, ["unknown environment variable SOL_TRACEDIR", "did you mean 'SOL_TRACE_DIR'"]),
+    "trace_dir_without_trace": ({"SOL_TRACE_DIR": "/tmp/x"}, None, ["SOL_TRACE_DIR is set but tracing is off", "SOL_TRACE=1"]),
     "missing_file": ({"SOL_CONFIG": "/nonexistent/sol.toml"}, None, ["/nonexistent/sol.toml", "No such file or directory"]),
     "unreadable_file": ({"SOL_CONFIG": "/"}, None, ["cannot read config file /", "Is a directory"]),
 }

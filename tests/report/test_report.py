@@ -188,3 +188,18 @@ def test_malformed_events_are_skipped_with_a_warning(tmp_path):
     p = sol("report", tmp_path, "--format", "json", check=0)
     assert json.loads(p.stdout)["input"]["calls"] == 3
     assert "1 malformed events skipped" in p.stderr
+
+
+def test_a_library_frame_keeps_its_whole_name(tmp_path):
+    """A frame without a function is its library's file and offset: the text report shortens the
+    path, never the name (NumPy's extension modules have long ones)."""
+    lib = "/usr/lib/python3/dist-packages/numpy/core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so+0x29a94c"
+    fn = "at::native::(anonymous namespace)::addmm_impl_cpu_(at::Tensor&, at::Tensor const&) (/usr/lib/libtorch_cpu.so+0x10)"
+    doc = json.loads((SURVEY / "sol-4300.summary.json").read_text())
+    doc["sites"][0]["frames"] = [lib, fn]
+    (tmp_path / "sol-4300.summary.json").write_text(json.dumps(doc))
+    out = sol("report", tmp_path, "--by", "site", check=0).stdout
+    assert "_multiarray_umath.cpython-311-x86_64-linux-gnu.so+0x29a94c" in out, out
+    assert "/usr/lib/python3" not in out
+    # A long function name keeps its tail: the function itself.
+    assert "..addmm_impl_cpu_" in out or "addmm_impl_cpu_" in out, out

@@ -38,7 +38,10 @@ std::string site_label(const SiteKey& key, bool with_locations) {
   if (key.frames.empty()) return out + " < (no frames)";
   for (size_t i = 0; i < key.frames.size() && i < kDepth; ++i) {
     std::string f = frame_name(key.frames[i]);
-    if (f.size() > kWidth) f = ".." + f.substr(f.size() - kWidth + 2);
+    // A frame without a function is named by its library's file and offset: kept whole (a
+    // library's name cut from the left names none).
+    const bool function = f != frame_location(key.frames[i]);
+    if (function && f.size() > kWidth) f = ".." + f.substr(f.size() - kWidth + 2);
     const std::string location = with_locations ? frame_location(key.frames[i]) : "";
     out += " < " + f + (location.empty() || location == f ? "" : " (" + location + ")");
   }
