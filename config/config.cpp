@@ -115,21 +115,31 @@ std::string parse(std::string_view text, log::Level& out, const KeyInfo&) {
 std::string parse(std::string_view text, std::vector<std::string>& out, const KeyInfo&) {
   const auto known = backend_names();
   std::vector<std::string> list;
+  std::string bad;  // the first problem; every unknown name is dropped
+  int dropped = 0;
   std::string_view rest = text;
   while (true) {
     const size_t comma = rest.find(',');
     const std::string name = lower(trim(rest.substr(0, comma)));
-    if (name.empty()) return "has an empty backend name";
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      return "names an unknown backend '" + name + "'" + did_you_mean(name, known) +
-             "; known: auto, native, reference, openblas, onednn, opencl";
+    if (name.empty()) {
+      if (bad.empty()) bad = "has an empty backend name";
+      ++dropped;
+    } else if (std::find(known.begin(), known.end(), name) == known.end()) {
+      if (bad.empty())
+        bad = "names an unknown backend '" + name + "'" + did_you_mean(name, known) +
+              "; known: auto, native, reference, openblas, onednn, opencl";
+      ++dropped;
+    } else if (std::find(list.begin(), list.end(), name) == list.end()) {
+      list.push_back(name);
     }
-    if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
+  if (!bad.empty() && list.empty()) return bad;  // nothing usable: the key keeps its value
   out = std::move(list);
-  return {};
+  if (bad.empty()) return {};
+  // A typo in one entry of a list costs that entry, not the list.
+  return std::string(kPartly) + bad + (dropped > 1 ? " (and " + std::to_string(dropped - 1) + " more)" : "");
 }
 
 // "abc" for a string value, 32 for an integer: how the value reads in TOML.
@@ -360,6 +370,13 @@ Config load(const Environment& env) {
     if (!v) return;
     Config trial = cfg;
     std::string problem = set_from_text(trial, key, v);
+    if (taken_partly(problem)) {
+      cfg = std::move(trial);
+      cfg.source[static_cast<size_t>(key)] = {Source::env, k.env, true};
+      cfg.problems.push_back(std::string(k.env) + "='" + v + "' " + problem.substr(kPartly.size()) + "; using " +
+                             format_value(cfg, key));
+      return;
+    }
     if (!problem.empty()) {
       cfg.not_taken[static_cast<size_t>(key)] = std::string(k.env) + "='" + v + "' " + problem;
       cfg.problems.push_back(std::string(k.env) + "='" + v + "' " + problem + "; using " +

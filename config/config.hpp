@@ -143,8 +143,14 @@ inline Config load() {
 }
 
 // Sets one key from text (as the environment would give it). Returns an empty string on
-// success, else the problem. Exposed for `sol run`, which validates its options with it.
+// success, else the problem. Exposed for `sol run`, which validates its options with it. A
+// problem that starts with kPartly was taken all the same, without the parts it names (a backend
+// list keeps its known names: "opencl,openblsa" is "opencl").
 std::string set_from_text(Config& cfg, Key key, std::string_view text);
+inline constexpr std::string_view kPartly = "partly: ";
+inline bool taken_partly(std::string_view problem) {
+  return problem.substr(0, kPartly.size()) == kPartly;
+}
 
 // The value of a key as TOML text: "auto", 32, true, "./sol-trace".
 std::string format_value(const Config& cfg, Key key);

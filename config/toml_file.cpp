@@ -179,6 +179,10 @@ class Loader {
     }
     Config trial = cfg_;
     std::string p = set_from_text(trial, key, text);
+    if (taken_partly(p)) {
+      problem(node, name + " = " + text + " " + p.substr(kPartly.size()) + "; using " + format_value(trial, key));
+      p.clear();
+    }
     if (!p.empty()) {
       cfg_.not_taken[static_cast<size_t>(key)] = where(path_, node.source()) + " " + p;
       problem(node, name + " = " + text + " " + p + "; using the default " + format_value(cfg_, key));
@@ -227,8 +231,16 @@ void load_toml(Config& cfg, const std::string& path, const std::string& text,
   toml::parse_result result = toml::parse(text, path);
   if (!result) {
     const toml::parse_error& e = result.error();
-    cfg.problems.push_back(where(path, e.source()) + ": malformed TOML: " + std::string(e.description()) +
-                           "; ignoring the file");
+    std::string what(e.description());
+    // TOML++ says where it was: "Error while parsing table header: cannot redefine ...".
+    if (what.rfind("Error while parsing ", 0) == 0)
+      if (const size_t colon = what.find(": "); colon != std::string::npos)
+        what = what.substr(colon + 2) + " (in the " + what.substr(20, colon - 20) + ")";
+    // The architecture document's [backend.NAME] tables cannot live beside the backend key.
+    if (what.find("'backend.") != std::string::npos && what.find("redefine") != std::string::npos)
+      what += "; `backend` is the backend list, so per-backend settings go in [backends.NAME] tables";
+    cfg.problems.push_back(where(path, e.source()) + ": malformed TOML: " + what +
+                           "; the whole file is ignored (every key keeps its default or environment value)");
     return;
   }
   Loader(cfg, path, how_to_trust).walk(result.table(), "");

@@ -21,7 +21,14 @@ CASES = {
     "backend_table": ({}, "[backend.opencl]\ndevice = 0\n", ["backend must be a string", "[backends.NAME]"]),
     "unknown_backend_env": ({"SOL_BACKEND": "opencll"}, None, ["SOL_BACKEND='opencll'", "unknown backend 'opencll'", "did you mean 'opencl'"]),
     "unknown_backend_file": ({}, "backend = 'openbla'\n", ["sol.toml:1:11", "unknown backend 'openbla'", "did you mean 'openblas'"]),
-    "empty_backend": ({"SOL_BACKEND": "native,"}, None, ["SOL_BACKEND='native,'", "empty backend name"]),
+    "empty_backend": ({"SOL_BACKEND": "native,"}, None, ["SOL_BACKEND='native,'", "empty backend name", 'using "native"']),
+    "backend_list_typo_env": ({"SOL_BACKEND": "native,openblsa"}, None,
+                              ["SOL_BACKEND='native,openblsa'", "unknown backend 'openblsa'", "did you mean 'openblas'",
+                               'using "native"']),
+    "backend_list_typo_file": ({}, "backend = 'native,openblsa'\n",
+                               ["sol.toml:1:11", "unknown backend 'openblsa'", 'using "native"']),
+    "backend_table_beside_key": ({}, "backend = 'native'\n[backend.opencl]\ndevice = 0\n",
+                                 ["sol.toml:3:1", "malformed TOML", "[backends.NAME]", "the whole file is ignored"]),
     "not_a_number": ({"SOL_TRACE_DEPTH": "abc"}, None, ["SOL_TRACE_DEPTH='abc' is not a number", "using 32"]),
     "out_of_range_env": ({"SOL_TRACE_DEPTH": "0"}, None, ["SOL_TRACE_DEPTH='0' is out of range 1..256"]),
     "bad_bool_env": ({"SOL_TRACE": "maybe"}, None, ["SOL_TRACE='maybe' is not a boolean"]),
@@ -116,3 +123,10 @@ def test_sol_config_keys_lists_every_variable_in_the_readme():
     assert len(names) >= 10
     for name in names:
         assert "`%s`" % name in readme, "%s is not documented in README.md" % name
+
+
+def test_a_typo_in_a_backend_list_costs_only_that_entry(tmp_path):
+    r = run([SOL, "config"], env={"SOL_BACKEND": "reference,openblsa,native", "HOME": str(tmp_path)},
+            cwd=tmp_path, preload=False)
+    assert r.returncode == 1 and len(sol_lines(r.stderr)) == 1, r.stderr  # sol config: 1 when it reports a problem
+    assert 'backend = "reference,native"' in r.stdout and "SOL_BACKEND" in r.stdout, r.stdout

@@ -79,7 +79,8 @@ const CLI::Validator kReadableFile(
 const CLI::Validator kBackendList(
     [](std::string& v) {
       sol::config::Config probe;
-      const std::string problem = sol::config::set_from_text(probe, sol::config::Key::backend, v);
+      std::string problem = sol::config::set_from_text(probe, sol::config::Key::backend, v);
+      if (sol::config::taken_partly(problem)) problem.erase(0, sol::config::kPartly.size());  // strict here
       return problem.empty() ? problem : "'" + v + "' " + problem;
     },
     "");
