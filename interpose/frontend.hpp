@@ -35,18 +35,20 @@
 #define SOL_RET_SLOT() (reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 8)
 // endbr64 marks the stub as an indirect-branch target under CET and is a no-op elsewhere.
 // clang-format off
+#define SOL_ENTRY_HEAD(name)         \
+  ".text\n"                          \
+  ".globl " #name "\n"               \
+  ".type " #name ", @function\n"     \
+  ".p2align 4\n" #name ":\n"         \
+  ".cfi_startproc\n"                 \
+  "endbr64\n"
+#define SOL_ENTRY_TAIL(name) ".cfi_endproc\n.size " #name ", .-" #name "\n"
 #define SOL_ENTRY(name, index)                     \
-  __asm__(".text\n"                                \
-          ".globl " #name "\n"                     \
-          ".type " #name ", @function\n"           \
-          ".p2align 4\n" #name ":\n"               \
-          ".cfi_startproc\n"                       \
-          "endbr64\n"                              \
+  __asm__(SOL_ENTRY_HEAD(name)                     \
           "cmpb $0, sol_modes+" #index "(%rip)\n"  \
           "jne sol_slow_" #name "\n"               \
           "jmp *sol_slot_" #name "(%rip)\n"        \
-          ".cfi_endproc\n"                         \
-          ".size " #name ", .-" #name "\n");
+          SOL_ENTRY_TAIL(name));
 // The same, for a symbol whose size check has its own function, sol_small_<name> (a predicate over
 // the register arguments only): mode 2 asks the stub to call it, with the argument registers
 // saved around the call, and to go straight to the native symbol when it says the call is small
@@ -62,12 +64,7 @@
   "pop %rcx\n.cfi_adjust_cfa_offset -8\npop %rdx\n.cfi_adjust_cfa_offset -8\n"         \
   "pop %rsi\n.cfi_adjust_cfa_offset -8\npop %rdi\n.cfi_adjust_cfa_offset -8\n"
 #define SOL_ENTRY_SIZED_IMPL(name, index, save_xmm, restore_xmm) \
-  __asm__(".text\n"                                                    \
-          ".globl " #name "\n"                                         \
-          ".type " #name ", @function\n"                               \
-          ".p2align 4\n" #name ":\n"                                   \
-          ".cfi_startproc\n"                                           \
-          "endbr64\n"                                                  \
+  __asm__(SOL_ENTRY_HEAD(name)                                       \
           "cmpb $0, sol_modes+" #index "(%rip)\n"                      \
           "jne 1f\n"                                                   \
           "jmp *sol_slot_" #name "(%rip)\n"                            \
@@ -84,8 +81,7 @@
           "test %al, %al\n"                                            \
           "jz sol_slow_" #name "\n"                                    \
           "jmp *sol_slot_" #name "(%rip)\n"                            \
-          ".cfi_endproc\n"                                             \
-          ".size " #name ", .-" #name "\n");
+          SOL_ENTRY_TAIL(name));
 #define SOL_ENTRY_SIZED(name, index) SOL_ENTRY_SIZED_IMPL(name, index, "", "")
 #define SOL_ENTRY_SIZED_XMM(name, index)                                                          \
   SOL_ENTRY_SIZED_IMPL(name, index,                                                               \

@@ -69,21 +69,9 @@ void set_next(const struct sigaction& a) noexcept {
 
 // A fault that is not SOL's: what the program asked for, as if SOL were not there.
 void chain(int sig, siginfo_t* info, void* uctx) noexcept {
-  struct sigaction next = next_action();
-  if (next.sa_flags & SA_SIGINFO) {
-    if (!next.sa_sigaction) return;
-    sigset_t old;
-    pthread_sigmask(SIG_BLOCK, &next.sa_mask, &old);
-    if (next.sa_flags & SA_RESETHAND) {
-      struct sigaction dfl{};
-      dfl.sa_handler = SIG_DFL;
-      set_next(dfl);
-    }
-    next.sa_sigaction(sig, info, uctx);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    return;
-  }
-  if (next.sa_handler == SIG_DFL || next.sa_handler == SIG_IGN) {
+  const struct sigaction next = next_action();
+  const bool siginfo = (next.sa_flags & SA_SIGINFO) != 0;
+  if (!siginfo && (next.sa_handler == SIG_DFL || next.sa_handler == SIG_IGN)) {
     // A fault cannot be ignored: the kernel would kill the process on the retried access. Let it
     // do so with the default action (core dump and all).
     struct sigaction dfl{};
@@ -92,6 +80,8 @@ void chain(int sig, siginfo_t* info, void* uctx) noexcept {
     real_sigaction()(SIGSEGV, &dfl, nullptr);
     return;
   }
+  if (siginfo && !next.sa_sigaction) return;
+  // The program's handler, with its mask and one-shot flag, as the kernel would have run it.
   sigset_t old;
   pthread_sigmask(SIG_BLOCK, &next.sa_mask, &old);
   if (next.sa_flags & SA_RESETHAND) {
@@ -99,7 +89,10 @@ void chain(int sig, siginfo_t* info, void* uctx) noexcept {
     dfl.sa_handler = SIG_DFL;
     set_next(dfl);
   }
-  next.sa_handler(sig);
+  if (siginfo)
+    next.sa_sigaction(sig, info, uctx);
+  else
+    next.sa_handler(sig);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
