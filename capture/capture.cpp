@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "capture/exec/executor.hpp"
+#include "capture/trace/call_log.hpp"
 #include "capture/trace/trace.hpp"
 #include "capture/exec/verify.hpp"
 #include "common/log.hpp"
@@ -27,22 +28,32 @@ void after_fork_child() {
 
 bool start(const config::Config& cfg) noexcept {
   const bool tracing = trace::start(cfg);
+  const bool logging = call_log::start(cfg);
   const bool routing = start_executor(cfg);
-  if (!tracing && !routing) return false;
+  if (!tracing && !logging && !routing) return false;
   std::atexit(at_exit);
   pthread_atfork(nullptr, nullptr, after_fork_child);
   return true;
 }
 
 bool always_native(Sym sym, const void* native) noexcept {
-  return !trace::active() && executor_always_native(sym, native);
+  return !trace::active() && !call_log::active() && executor_always_native(sym, native);
 }
 
 void submit(Node& node, NativeFn native) noexcept {
+  const bool logging = call_log::active();
   if (trace::active()) {
     trace::Span span(node);
+    const uint64_t t0 = logging ? call_log::now_ns() : 0;
     const char* backend = execute(node, native);
+    if (logging) call_log::record(node, backend, t0, call_log::now_ns());
     span.finish(node, backend);
+    return;
+  }
+  if (logging) {
+    const uint64_t t0 = call_log::now_ns();
+    const char* backend = execute(node, native);
+    call_log::record(node, backend, t0, call_log::now_ns());
     return;
   }
   execute(node, native);

@@ -499,7 +499,7 @@ const char* execute_dnn(Executor& ex, Node& node, NativeFn native) noexcept {
 }  // namespace
 
 bool start_executor(const config::Config& cfg) noexcept {
-  tracing_ = cfg.trace;
+  tracing_ = cfg.trace || !cfg.trace_log.empty();  // both look at every call
   // Pure passthrough needs no executor.
   const bool only_native = cfg.backend.size() == 1 && cfg.backend[0] == "native" && cfg.routes.empty();
   if (only_native && !cfg.verify) return false;
