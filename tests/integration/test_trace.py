@@ -278,3 +278,21 @@ def test_report_and_diff_on_real_traces(tmp_path):
     ops = json.loads(diff.stdout)["ops"]
     assert any(o["op"] == "convolution" for o in ops["only_b"])
     assert any(o["symbol"] == "dgemm_" for o in ops["only_a"])
+
+
+def test_diff_of_one_program_on_two_backends_matches_every_op(tmp_path):
+    """The same program traced on native and on reference: every op in both, the backend shown
+    as what changed, and every call site in both."""
+    cmd = [str(PROGRAMS / "device_gemms"), "64", "32", "16", "3"]
+    _, da = traced(cmd, tmp_path / "a", env={"SOL_BACKEND": "native"})
+    _, db = traced(cmd, tmp_path / "b", env={"SOL_BACKEND": "reference"})
+    diff = run([SOL, "diff", str(da), str(db), "--format", "json"], preload=False)
+    assert diff.returncode == 0, diff.stderr
+    doc = json.loads(diff.stdout)
+    for kind in ("ops", "sites"):
+        assert doc[kind]["only_a"] == [] and doc[kind]["only_b"] == [], doc[kind]
+    [gemm] = doc["ops"]["common"]
+    assert (gemm["symbol"], gemm["backend_a"], gemm["backend_b"], gemm["calls_a"], gemm["calls_b"]) == \
+        ("sgemm_", "native", "reference", 3, 3)
+    text = run([SOL, "diff", str(da), str(db)], preload=False).stdout
+    assert "native -> reference" in text and "Op signatures only in A: none" in text

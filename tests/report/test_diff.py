@@ -1,6 +1,8 @@
 """sol diff over data/diff: A and B share sgemm_ (+50 us) and dgemm_ (+3 calls, -10 us); ddot_
-moved from native to openblas (a new signature); saxpy_ only in A, sscal_ only in B. The dgemm_
-call site moved (app+0x20 -> app+0x24)."""
+moved from native to openblas (the same op, another backend: -12 us); saxpy_ only in A, sscal_
+only in B. The dgemm_ call site moved (app+0x20 -> app+0x24)."""
+import json
+
 from conftest import DATA, header_of_csv, sol, sol_csv, sol_json
 
 A = DATA / "diff" / "sol-a.summary.json"
@@ -9,23 +11,25 @@ B = DATA / "diff" / "sol-b.summary.json"
 
 def test_json_sections():
     doc = sol_json("diff", A, B)
-    assert doc["format"] == "sol-diff/1"
+    assert doc["format"] == "sol-diff/2" and doc["across_apis"] is False
     assert doc["a"]["calls"] == 116 and doc["b"]["calls"] == 120
     t = doc["totals"]
     assert (t["calls_delta"], t["total_ns_a"], t["total_ns_b"], t["total_ns_delta"]) == (4, 171000, 201000, 30000)
     assert t["total_ns_rel"] == round(30000 / 171000, 3)
 
     ops = doc["ops"]
-    assert ops["counts"] == {"only_a": 2, "only_b": 2, "common": 2}
-    assert [(r["symbol"], r["backend"]) for r in ops["only_a"]] == [("ddot_", "native"), ("saxpy_", "native")]
-    assert [(r["symbol"], r["backend"]) for r in ops["only_b"]] == [("ddot_", "openblas"), ("sscal_", "native")]
+    assert ops["counts"] == {"only_a": 1, "only_b": 1, "common": 3}
+    assert [(r["symbol"], r["backend_a"], r["backend_b"]) for r in ops["only_a"]] == [("saxpy_", "native", "")]
+    assert [(r["symbol"], r["backend_a"], r["backend_b"]) for r in ops["only_b"]] == [("sscal_", "", "native")]
     only_a = ops["only_a"][0]
-    assert (only_a["calls_a"], only_a["calls_b"], only_a["total_ns_delta"], only_a["total_ns_rel"]) == (100, 0, -20000, -1)
-    only_b = ops["only_b"][1]
+    assert (only_a["calls_a"], only_a["calls_b"], only_a["total_ns_delta"], only_a["total_ns_rel"]) == (1, 0, -1000, -1)
+    only_b = ops["only_b"][0]
     assert (only_b["calls_a"], only_b["calls_b"], only_b["total_ns_delta"], only_b["total_ns_rel"]) == (0, 2, 3000, None)
-    # Common ones, by |time delta|.
-    sg, dg = ops["common"]
+    # Common ones, by |time delta|: ddot_ is one op that changed backend, with its time delta.
+    sg, dd, dg = ops["common"]
     assert (sg["symbol"], sg["calls_delta"], sg["total_ns_delta"], sg["total_ns_rel"]) == ("sgemm_", 0, 50000, 0.5)
+    assert (dd["symbol"], dd["backend_a"], dd["backend_b"], dd["calls_delta"], dd["total_ns_delta"]) == \
+        ("ddot_", "native", "openblas", 0, -12000)
     assert (dg["symbol"], dg["calls_a"], dg["calls_b"], dg["calls_delta"], dg["calls_rel"]) == ("dgemm_", 5, 8, 3, 0.6)
     assert (dg["total_ns_a"], dg["total_ns_b"], dg["total_ns_delta"], dg["total_ns_rel"]) == (50000, 40000, -10000, -0.2)
 
@@ -53,12 +57,13 @@ def test_text():
     out = p.stdout
     assert "calls 116 -> 120 (+4, +3.4%)" in out
     sections = out.split("\n\n")
-    only_a = next(s for s in sections if s.startswith("Op signatures only in A: 2"))
+    only_a = next(s for s in sections if s.startswith("Op signatures only in A: 1"))
     assert "saxpy_" in only_a and "sscal_" not in only_a
-    both = next(s for s in sections if s.startswith("Op signatures in both: 2"))
+    both = next(s for s in sections if s.startswith("Op signatures in both: 3"))
     rows = both.splitlines()[2:]
     assert rows[0].split()[:3] == ["10", "10", "0"] and "+50.0 us" in rows[0] and "+50.0%" in rows[0]
-    assert rows[1].split()[:3] == ["5", "8", "+3"] and "-10.0 us" in rows[1] and "-20.0%" in rows[1]
+    assert "ddot_" in rows[1] and "native -> openblas" in rows[1] and "-12.0 us" in rows[1]
+    assert rows[2].split()[:3] == ["5", "8", "+3"] and "-10.0 us" in rows[2] and "-20.0%" in rows[2]
     # Two sites whose short names are equal are told apart by their locations.
     sites_a = next(s for s in sections if s.startswith("Call sites only in A"))
     assert "g_gemm (app+0x20)" in sites_a
@@ -66,32 +71,59 @@ def test_text():
 
 def test_csv():
     assert header_of_csv("diff", A, B) == [
-        "kind", "side", "api", "symbol", "op", "dtype", "shape", "backend", "frames", "calls_a", "calls_b",
-        "calls_delta", "calls_rel", "total_ns_a", "total_ns_b", "total_ns_delta", "total_ns_rel"]
+        "kind", "side", "api", "symbol", "op", "dtype", "shape", "backend_a", "backend_b", "frames", "calls_a",
+        "calls_b", "calls_delta", "calls_rel", "total_ns_a", "total_ns_b", "total_ns_delta", "total_ns_rel"]
     rows = sol_csv("diff", A, B)
-    assert len(rows) == 12
+    assert len(rows) == 11
     sides = [(r["kind"], r["side"]) for r in rows]
-    assert sides.count(("op", "common")) == 2 and sides.count(("site", "only_b")) == 2
+    assert sides.count(("op", "common")) == 3 and sides.count(("site", "only_b")) == 2
     dg = next(r for r in rows if r["kind"] == "op" and r["symbol"] == "dgemm_")
     assert (int(dg["calls_delta"]), int(dg["total_ns_delta"]), float(dg["total_ns_rel"])) == (3, -10000, -0.2)
     new = next(r for r in rows if r["kind"] == "op" and r["symbol"] == "sscal_")
-    assert new["calls_rel"] == "" and new["side"] == "only_b"
+    assert new["calls_rel"] == "" and new["side"] == "only_b" and new["backend_a"] == ""
     site = next(r for r in rows if r["kind"] == "site" and r["side"] == "only_a")
     assert site["frames"] == "g_gemm (app+0x20);main (app+0x1)" and site["api"] == ""
+
+
+def test_across_apis(tmp_path):
+    """B calling cblas_sgemm where A called sgemm_, from the same place: by default two ops (only in
+    A, only in B); across APIs one, with both symbols, and one call site."""
+    doc = json.loads(B.read_text())
+    for o in doc["ops"]:
+        if o["symbol"] == "sgemm_":
+            o["api"], o["symbol"] = "cblas", "cblas_sgemm"
+    for site in doc["sites"]:
+        if site["symbol"] == "sgemm_":
+            site["symbol"] = "cblas_sgemm"
+    b = tmp_path / "sol-b.summary.json"
+    b.write_text(json.dumps(doc))
+    plain = sol_json("diff", A, b)["ops"]
+    assert "sgemm_" in {r["symbol"] for r in plain["only_a"]}
+    assert "cblas_sgemm" in {r["symbol"] for r in plain["only_b"]}
+    across = sol_json("diff", A, b, "--across-apis")
+    assert across["across_apis"] is True
+    sg = next(r for r in across["ops"]["common"] if r["op"] == "gemm" and r["dtype"] == "f32")
+    assert (sg["api"], sg["symbol"], sg["calls_delta"], sg["total_ns_delta"]) == \
+        ("blas+cblas", "cblas_sgemm+sgemm_", 0, 50000)
+    assert all(r["op"] != "gemm" or r["dtype"] != "f32" for r in across["ops"]["only_a"] + across["ops"]["only_b"])
+    site = next(r for r in across["sites"]["common"] if "f_gemm (app+0x10)" in r["frames"])
+    assert site["symbol"] == "cblas_sgemm+sgemm_" and site["total_ns_delta"] == 50000
 
 
 def test_top_limits_each_section():
     doc = sol_json("diff", A, B, "--top", "1")
     for kind in ("ops", "sites"):
         assert all(len(doc[kind][s]) == 1 for s in ("only_a", "only_b", "common"))
-        assert doc[kind]["counts"]["common"] == 2
+    assert doc["ops"]["counts"]["common"] == 3 and doc["sites"]["counts"]["common"] == 2
 
 
 def test_directories_merge_before_comparing():
     doc = sol_json("diff", DATA / "survey", DATA / "survey" / "sol-r0-4242.summary.json")
     ops = doc["ops"]
-    # The directory has dgemv_ and openblas sgemm_ that the single rank-0 process lacks.
-    assert {r["symbol"] for r in ops["only_a"]} == {"dgemv_", "sgemm_"}
+    # The directory has dgemv_ that the single rank-0 process lacks, and sgemm_ calls on openblas
+    # too: the same op, run in two places.
+    assert {r["symbol"] for r in ops["only_a"]} == {"dgemv_"}
     assert ops["only_b"] == []
     sg = next(r for r in ops["common"] if r["symbol"] == "sgemm_")
-    assert (sg["calls_a"], sg["calls_b"], sg["calls_delta"]) == (52, 20, -32)
+    assert (sg["calls_a"], sg["calls_b"], sg["calls_delta"]) == (54, 20, -34)
+    assert (sg["backend_a"], sg["backend_b"]) == ("native+openblas", "native")

@@ -44,7 +44,8 @@ struct ReportOptions : TableOptions {
 
 // sol diff A B [options]
 struct DiffOptions : TableOptions {
-  std::string a, b;  // each a trace directory or a summary file
+  std::string a, b;          // each a trace directory or a summary file
+  bool across_apis = false;  // match ops by op, dtype and shape alone, sites by frames alone
 };
 
 // sol backends: no options yet; the struct keeps every command's signature alike.

@@ -285,6 +285,8 @@ int main(int argc, char** argv) {
               [&] { return cmd_diff(diff); });
   diff_cmd->add_option("A", diff.a, "a trace directory or a summary file")->required();
   diff_cmd->add_option("B", diff.b, "the same, to compare with A")->required();
+  diff_cmd->add_flag("--across-apis", diff.across_apis,
+                     "match ops by op, dtype and shape alone (sgemm_ with cblas_sgemm), sites by frames alone");
   add_table_options(diff_cmd, diff);
 
   BackendsOptions backends;
