@@ -5,7 +5,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -111,6 +113,41 @@ bool make_dirs(const std::string& dir, std::string& error) {
   return true;
 }
 
+// The run's directory inside the trace directory: created here, or already there and ours (another
+// process of the run made it). Someone else's, or a symbolic link, is refused.
+bool make_run_dir(const std::string& dir, std::string& error) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    error = dir + ": " + std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+    error = dir + ": not a directory of yours";
+    return false;
+  }
+  return true;
+}
+
+// A run id as a directory name takes it: letters, digits, '.', '-', '_', not starting with '.'.
+bool valid_run_id(const std::string& id) {
+  if (id.empty() || id.size() > 128 || id[0] == '.') return false;
+  for (char c : id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') return false;
+  return true;
+}
+
+// A new run: its start (UTC) and the pid of its first traced process, "20261123-151620-4242",
+// which sorts by time.
+std::string new_run_id() {
+  const time_t now = ::time(nullptr);
+  struct tm utc{};
+  gmtime_r(&now, &utc);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d%02d%02d-%02d%02d%02d-%d", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday,
+                utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(::getpid()));
+  return buf;
+}
+
 // Creates this process's trace.json at its first traced call, so that processes that never call
 // a primitive (a shell between the user and the program) leave no files.
 bool ensure_files(State& s) noexcept {
@@ -128,7 +165,7 @@ bool ensure_files(State& s) noexcept {
   t.json(command.size() > 3000 ? command.substr(0, 3000).c_str() : command.c_str()).lit("}}");
   std::string error;
   const std::string path = s.path(".trace.json");
-  if (!make_dirs(s.dir, error) || !s.json.open(path, t.data(), t.size(), error)) {
+  if (!make_dirs(s.root, error) || !make_run_dir(s.dir, error) || !s.json.open(path, t.data(), t.size(), error)) {
     log::write(log::Level::warn, "cannot write trace files in %s (%s); tracing is off, the program runs on",
                s.dir.c_str(), error.c_str());
     s.files.store(-1, std::memory_order_release);
@@ -296,7 +333,21 @@ bool start(const config::Config& cfg) noexcept {
   auto* s = new (std::nothrow) State;
   if (!s) return false;
   try {
-    s->dir = cfg.trace_dir;
+    // One run per launch: the first traced process names it and passes it on to every process it
+    // starts (the environment), so that forks, exec'd children and the ranks an MPI launcher
+    // starts write into the same run directory, and the next launch into another.
+    s->root = cfg.trace_dir;
+    s->run = cfg.trace_run;
+    if (!s->run.empty() && !valid_run_id(s->run)) {
+      log::write(log::Level::warn, "SOL_TRACE_RUN='%s' cannot name a directory (letters, digits, '.', '-', '_'); "
+                 "starting a new run", s->run.c_str());
+      s->run.clear();
+    }
+    if (s->run.empty()) {
+      s->run = new_run_id();
+      ::setenv("SOL_TRACE_RUN", s->run.c_str(), 1);
+    }
+    s->dir = s->root + "/run-" + s->run;
     s->stacks = cfg.trace_stacks;
     s->depth = static_cast<int>(cfg.trace_depth);
     for (const auto& b : cfg.backend) s->backend += (s->backend.empty() ? "" : ",") + b;

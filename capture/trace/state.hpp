@@ -98,6 +98,8 @@ struct ThreadState {
 
 struct State {
   // Settings, fixed at start.
+  std::string root;  // SOL_TRACE_DIR
+  std::string run;   // this run's id: files go to root/run-<run> (dir)
   std::string dir;
   bool stacks = true;
   int depth = 32;

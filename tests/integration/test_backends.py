@@ -19,7 +19,7 @@ BACKENDS = ["reference", "openblas", "onednn", "opencl"]
 def backend_calls(trace_dir):
     """{(symbol, backend): calls} over every summary in a trace directory."""
     out = {}
-    for p in glob.glob(os.path.join(trace_dir, "sol-*.summary.json")):
+    for p in glob.glob(os.path.join(trace_dir, "**", "sol-*.summary.json"), recursive=True):
         for o in json.load(open(p))["ops"]:
             key = (o["symbol"], o["backend"])
             out[key] = out.get(key, 0) + o["calls"]
@@ -83,7 +83,7 @@ def test_onednn_gemm_in_forked_workers(gemm, available, tmp_path):
                                                     "SOL_TRACE": "1", "SOL_TRACE_DIR": str(traces)})
     assert r.returncode == 0, r.stderr[-3000:]
     assert close(numbers(r.stdout), numbers(native.stdout), 2e-3), (r.stdout, native.stdout)
-    served = [p for p in glob.glob(str(traces / "sol-*.summary.json"))
+    served = [p for p in glob.glob(str(traces / "**" / "sol-*.summary.json"), recursive=True)
               if any(o["symbol"] == "cblas_sgemm" and o["backend"] == "onednn" for o in json.load(open(p))["ops"])]
     assert len(served) >= 2, "cblas_sgemm ran on onednn in %d processes" % len(served)  # parent, workers
 

@@ -58,7 +58,7 @@ def test_a_file_shared_by_a_forked_child_and_with_the_trace(tmp_path):
     # The parent's two calls and the child's three (its first call happened before the fork).
     assert len(got) == 5 and len({g["tid"] for g in got}) == 2, text
     assert os.stat(log).st_mode & 0o077 == 0
-    assert glob.glob(str(trace / "*.summary.json")), "the trace files are written as well"
+    assert glob.glob(str(trace / "**" / "*.summary.json"), recursive=True), "the trace files are written as well"
 
 
 def test_pid_in_the_file_name(tmp_path):

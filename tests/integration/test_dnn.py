@@ -55,7 +55,7 @@ def assert_close(got, want, rtol):
 def ops_by_backend(trace_dir):
     """{(op, backend): calls} of dnnl_primitive_execute over a trace directory."""
     out = {}
-    for p in glob.glob(os.path.join(trace_dir, "sol-*.summary.json")):
+    for p in glob.glob(os.path.join(trace_dir, "**", "sol-*.summary.json"), recursive=True):
         for o in json.load(open(p))["ops"]:
             if o["symbol"] == "dnnl_primitive_execute":
                 key = (o["op"], o["backend"])

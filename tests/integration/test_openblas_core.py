@@ -67,7 +67,7 @@ def close(a, b, rtol, atol):
 def calls_on_openblas(trace_dir, symbol):
     """How many processes ran `symbol` on the openblas backend, from their trace summaries."""
     return sum(any(o["symbol"] == symbol and o["backend"] == "openblas" for o in json.load(open(p))["ops"])
-               for p in glob.glob(os.path.join(trace_dir, "sol-*.summary.json")))
+               for p in glob.glob(os.path.join(trace_dir, "**", "sol-*.summary.json"), recursive=True))
 
 
 def run_on_openblas(cmd, extra=None, **kw):

@@ -39,7 +39,7 @@ def load_trace(path):
 
 
 def files(trace_dir, suffix):
-    return sorted(glob.glob(str(trace_dir / ("sol-*" + suffix))))
+    return sorted(glob.glob(str(trace_dir / "**" / ("sol-*" + suffix)), recursive=True))
 
 
 def events(trace_dir):
@@ -296,3 +296,31 @@ def test_diff_of_one_program_on_two_backends_matches_every_op(tmp_path):
         ("sgemm_", "native", "reference", 3, 3)
     text = run([SOL, "diff", str(da), str(db)], preload=False).stdout
     assert "native -> reference" in text and "Op signatures only in A: none" in text
+
+
+def test_runs_apart_forks_together(tmp_path):
+    """Two launches write into two run directories; a launch's forked child into its parent's.
+    sol report on the trace directory reads the latest run and says so."""
+    d = tmp_path / "trace"
+    env = {"SOL_TRACE": "1", "SOL_TRACE_DIR": str(d)}
+    cmd = [str(PROGRAMS / "device_gemms"), "64", "32", "16", "3"]
+    first = run(cmd + ["fork"], env=env)
+    assert first.returncode == 0, first.stderr
+    [run1] = [p for p in d.iterdir()]
+    assert run1.name.startswith("run-") and len(list(run1.glob("sol-*.summary.json"))) == 2
+    second = run(cmd, env=env)
+    assert second.returncode == 0, second.stderr
+    runs = sorted(p.name for p in d.iterdir())
+    assert len(runs) == 2 and all(r.startswith("run-") for r in runs)
+    [run2] = [p for p in d.iterdir() if p != run1]
+    rep = run([SOL, "report", str(d), "--format", "json"], preload=False)
+    assert rep.returncode == 0, rep.stderr
+    doc = json.loads(rep.stdout)
+    assert doc["input"]["path"] == str(run2) and doc["input"]["processes"] == 1
+    assert "holds 2 runs" in rep.stderr and run2.name in rep.stderr
+    older = json.loads(run([SOL, "report", str(run1), "--format", "json"], preload=False).stdout)
+    assert older["input"]["processes"] == 2
+    # A run named by the user groups separate launches.
+    for _ in range(2):
+        assert run(cmd, env=dict(env, SOL_TRACE_RUN="job-7")).returncode == 0
+    assert len(list((d / "run-job-7").glob("sol-*.summary.json"))) == 2

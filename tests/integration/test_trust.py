@@ -210,8 +210,11 @@ def test_a_link_planted_where_a_trace_file_goes_is_not_followed(name, tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("precious\n")
     env = {"HOME": str(tmp_path), "SOL_TRACE_DIR": str(traces)}
+    where = traces  # where the file goes: a trace file in its run's directory (named here)
     if PLANTED[name] == "trace":
-        program, env = SDOT, dict(env, SOL_TRACE="1")
+        program, env = SDOT, dict(env, SOL_TRACE="1", SOL_TRACE_RUN="t1")
+        where = traces / "run-t1"
+        where.mkdir()
     else:
         config = tmp_path / "sol.toml"
         config.write_text('backend = "openblas"\n[backends.openblas]\nlibrary = "%s"\n'
@@ -219,7 +222,7 @@ def test_a_link_planted_where_a_trace_file_goes_is_not_followed(name, tmp_path):
         program = THREADS
         env = dict(env, SOL_CONFIG=str(config), SOL_VERIFY="1", LD_LIBRARY_PATH=REFERENCE_BLAS_DIR)
     # exec keeps the shell's pid, so the link has the name the process will use.
-    r = run(["sh", "-c", 'ln -s "$0" "$1/sol-$$.%s" && exec "$2"' % name, str(victim), str(traces), program],
+    r = run(["sh", "-c", 'ln -s "$0" "$1/sol-$$.%s" && exec "$2"' % name, str(victim), str(where), program],
             env=env)
     assert "sdot=32" in r.stdout if program == SDOT else "wrong=480" in r.stdout, r.stdout + r.stderr
     assert victim.read_text() == "precious\n"
@@ -227,19 +230,31 @@ def test_a_link_planted_where_a_trace_file_goes_is_not_followed(name, tmp_path):
     if name.startswith("trace.json"):
         expect = "is a symbolic link; SOL does not write through one); tracing is off, the program runs on"
     elif PLANTED[name] == "trace":
-        expect = "could not write every trace file in %s" % traces
+        expect = "could not write every trace file in %s" % where
     else:
         expect = "is a symbolic link; SOL does not write through one); mismatches are only counted"
     assert any(expect in l for l in lines), r.stderr
     if name != "trace.json" and name != "trace.json.part" and PLANTED[name] == "trace":
-        (trace,) = traces.glob("sol-*.trace.json")
+        (trace,) = where.glob("sol-*.trace.json")
         assert stat.S_IMODE(trace.lstat().st_mode) == 0o600  # it holds the command line
+
+
+def test_a_run_directory_that_is_not_ours_is_refused(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    os.symlink(elsewhere, traces / "run-t2")
+    r = run([SDOT], env={"SOL_TRACE": "1", "SOL_TRACE_DIR": str(traces), "SOL_TRACE_RUN": "t2"})
+    assert "sdot=32" in r.stdout, r.stderr
+    assert any("not a directory of yours" in l and "tracing is off" in l for l in sol_lines(r.stderr)), r.stderr
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_trace_files_are_private(tmp_path):
     r = run([SDOT], env={"SOL_TRACE": "1", "SOL_TRACE_DIR": str(tmp_path)})
     assert r.returncode == 0, r.stderr
-    files = list(tmp_path.glob("sol-*"))
+    files = list(tmp_path.glob("run-*/sol-*"))
     assert len(files) == 5, files
     for f in files:
         assert stat.S_IMODE(f.stat().st_mode) == 0o600, f

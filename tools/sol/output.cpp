@@ -168,8 +168,9 @@ Row survey_totals(const Survey& s) {
                          {"traced_ns", p.traced_ns},
                          {"wall_ns", p.wall_ns}});
   }
-  Row warnings = Row::array();
+  Row warnings = Row::array(), notes = Row::array();
   for (const auto& w : s.warnings) warnings.push_back(w);
+  for (const auto& n : s.notes) notes.push_back(n);
   const Process::Transfers t = transfers(s);
   Row causes = Row::object();
   for (const auto& [cause, n] : t.flushes_by_cause) causes[cause] = n;
@@ -185,7 +186,8 @@ Row survey_totals(const Survey& s) {
           {"traced_ns", s.traced_ns()},
           {"wall_ns", s.wall_ns()},
           {"process_list", processes},
-          {"warnings", warnings}};
+          {"warnings", warnings},
+          {"notes", notes}};
 }
 
 std::string survey_line(const Survey& s) {

@@ -12,7 +12,7 @@
 //              "process_list": [{"tag", "pid", "rank" (int|null), "argv": [str], "source": "summary"|"trace",
 //                                "path", "backend" (str|null), "exit" (str|null), "calls", "traced_ns",
 //                                "wall_ns"}],
-//              "warnings": [str]},
+//              "warnings": [str], "notes": [str] (which run of several was read)},
 //    "rows_total": <rows before --top>,
 //    "rows": [row...],
 //    "apis": [{"api", "signatures", "calls", "total_ns", "percent", "mean_ns", "flops", "bytes", "gflops",

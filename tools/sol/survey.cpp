@@ -600,11 +600,29 @@ std::optional<Survey> load_survey(const std::string& path, std::string& error) {
     error = path + ": no such file or directory";
     return std::nullopt;
   }
-  if (fs::is_directory(st)) return load_dir(path, error);
-  return load_file(path, error);
+  if (!fs::is_directory(st)) return load_file(path, error);
+  // A trace directory holds one subdirectory per run (run-<id>, each the processes of one
+  // launch); older traces, or a run's own directory, hold the files themselves.
+  bool files = false;
+  std::vector<std::pair<fs::file_time_type, std::string>> runs;
+  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("sol-", 0) == 0) files = true;
+    std::error_code e2;
+    if (name.rfind("run-", 0) == 0 && it->is_directory(e2)) runs.push_back({fs::last_write_time(it->path(), e2), name});
+  }
+  if (files || runs.empty()) return load_dir(path, error);
+  std::sort(runs.begin(), runs.end());  // the latest last (by time, then name)
+  const std::string latest = runs.back().second;
+  auto s = load_dir((fs::path(path) / latest).string(), error);
+  if (s && runs.size() > 1)
+    s->notes.push_back(path + " holds " + std::to_string(runs.size()) + " runs; this is the latest, " + latest +
+                       " (name a run's directory for another)");
+  return s;
 }
 
 void print_warnings(const Survey& s) {
+  for (const auto& n : s.notes) std::fprintf(stderr, "sol: note: %s\n", n.c_str());
   for (const auto& w : s.warnings) std::fprintf(stderr, "sol: warning: %s\n", w.c_str());
 }
 

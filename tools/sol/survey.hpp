@@ -63,6 +63,7 @@ struct Survey {
   std::map<std::vector<std::string>, uint64_t> stacks;
   // Problems that skipped a file (or part of one) but not the whole input.
   std::vector<std::string> warnings;
+  std::vector<std::string> notes;  // what the reader should know: which run of several was read
 
   uint64_t calls() const;
   uint64_t traced_ns() const;
