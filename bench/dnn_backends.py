@@ -30,7 +30,7 @@ def traced(backend):
                    SOL_TRACE_DIR=d, SOL_TRACE_STACKS="0", SOL_LOG="error")
         subprocess.run(CNN, env=env, check=True, capture_output=True, cwd=os.path.dirname(CNN[1]))
         out = {}
-        for p in glob.glob(os.path.join(d, "sol-*.summary.json")):
+        for p in glob.glob(os.path.join(d, "**", "sol-*.summary.json"), recursive=True):
             for o in json.load(open(p))["ops"]:
                 if o["symbol"] != "dnnl_primitive_execute":
                     continue

@@ -41,4 +41,4 @@ echo
 echo "== traced:  sol run --trace --trace-dir $TRACE_DIR -- python3 examples/train.py --epochs 1"
 "$SOL" run --trace --trace-dir "$TRACE_DIR" -- $PY examples/train.py --epochs 1 | tail -1
 "$SOL" report "$TRACE_DIR" --top 12
-echo "(trace files in $TRACE_DIR: open sol-*.trace.json in Perfetto or chrome://tracing)"
+echo "(trace files in $TRACE_DIR/run-*: open sol-*.trace.json in Perfetto or chrome://tracing)"
