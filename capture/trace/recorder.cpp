@@ -1,10 +1,12 @@
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -146,6 +148,45 @@ std::string new_run_id() {
   std::snprintf(buf, sizeof buf, "%04d%02d%02d-%02d%02d%02d-%d", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday,
                 utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(::getpid()));
   return buf;
+}
+
+std::vector<std::string> patterns(const std::string& list) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at <= list.size()) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    std::string p = list.substr(at, comma - at);
+    p.erase(0, p.find_first_not_of(" \t"));
+    p.erase(p.find_last_not_of(" \t") + 1);
+    if (!p.empty()) out.push_back(p);
+    at = comma + 1;
+  }
+  return out;
+}
+
+bool matches(const std::vector<std::string>& patterns, const char* symbol, Op op) noexcept {
+  for (const auto& p : patterns)
+    if (::fnmatch(p.c_str(), symbol, 0) == 0 || ::fnmatch(p.c_str(), op_name(op), 0) == 0 ||
+        ::fnmatch(p.c_str(), op_family(op), 0) == 0)
+      return true;
+  return false;
+}
+
+// Whether trace.include / trace.exclude let this call be traced.
+bool wanted(State& s, const Node& node) noexcept {
+  if (SOL_LIKELY(s.include.empty() && s.exclude.empty())) return true;
+  const char* symbol = symbol_name(node.sym);
+  if (node.dnn) {  // one symbol, many kinds: judged per call
+    const Op kind = node.dnn->desc->kind;
+    return (s.include.empty() || matches(s.include, symbol, kind)) && !matches(s.exclude, symbol, kind);
+  }
+  std::atomic<uint8_t>& w = s.wanted[static_cast<size_t>(node.sym)];
+  uint8_t v = w.load(std::memory_order_relaxed);
+  if (v == 0) {
+    v = (s.include.empty() || matches(s.include, symbol, node.op)) && !matches(s.exclude, symbol, node.op) ? 1 : 2;
+    w.store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
 }
 
 // Creates this process's trace.json at its first traced call, so that processes that never call
@@ -349,6 +390,8 @@ bool start(const config::Config& cfg) noexcept {
     }
     s->dir = s->root + "/run-" + s->run;
     s->stacks = cfg.trace_stacks;
+    s->include = patterns(cfg.trace_include);
+    s->exclude = patterns(cfg.trace_exclude);
     s->depth = static_cast<int>(cfg.trace_depth);
     for (const auto& b : cfg.backend) s->backend += (s->backend.empty() ? "" : ",") + b;
     s->argv = read_argv();
@@ -372,7 +415,7 @@ bool start(const config::Config& cfg) noexcept {
 
 Span::Span(const Node& node) noexcept {
   State* s = g_state.load(std::memory_order_acquire);
-  if (!s || s->finished.load(std::memory_order_relaxed) || !ensure_files(*s)) return;
+  if (!s || s->finished.load(std::memory_order_relaxed) || !wanted(*s, node) || !ensure_files(*s)) return;
   ThreadState* t = thread_state(*s);
   if (!t) return;
   if (s->stacks) {

@@ -105,6 +105,10 @@ struct State {
   int depth = 32;
   std::string backend;  // the configured preference, for process info
   Unwinder unwinder;
+  // trace.include / trace.exclude patterns (fnmatch), and per symbol whether its calls pass them
+  // (0 unknown, 1 traced, 2 not), for calls that are no DNN node (those are judged by their kind).
+  std::vector<std::string> include, exclude;
+  std::atomic<uint8_t> wanted[kNumSymbols] = {};
 
   // Identity of this process (reset in a forked child).
   pid_t pid = 0;

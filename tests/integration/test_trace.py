@@ -324,3 +324,21 @@ def test_runs_apart_forks_together(tmp_path):
     for _ in range(2):
         assert run(cmd, env=dict(env, SOL_TRACE_RUN="job-7")).returncode == 0
     assert len(list((d / "run-job-7").glob("sol-*.summary.json"))) == 2
+
+
+def test_filters_choose_what_is_traced(tmp_path):
+    """trace.include / trace.exclude: by op, family or symbol, with wildcards. The CNN's oneDNN
+    set-up calls (family dnnl) are most of its calls; excluded, only computing calls remain."""
+    def ops(env, name):
+        r, d = traced([PYTHON, str(PY_PROGRAMS / "torch_cnn.py")], tmp_path / name, env=env, cwd=PY_PROGRAMS)
+        assert r.returncode == 0, r.stderr
+        return [(o["op"], o["symbol"]) for s in files(d, ".summary.json") for o in json.load(open(s))["ops"]]
+
+    everything = ops({}, "all")
+    assert any(op == "dnnl_api" for op, _ in everything)
+    computing = ops({"SOL_TRACE_EXCLUDE": "dnnl"}, "computing")
+    assert computing and not any(op == "dnnl_api" for op, _ in computing)
+    assert {op for op, _ in computing} == {op for op, _ in everything if op != "dnnl_api"}
+    only = ops({"SOL_TRACE_INCLUDE": "convolution, *gemm*"}, "only")
+    assert only and {op for op, _ in only} <= {"convolution", "gemm"}
+    assert "convolution" in {op for op, _ in only}

@@ -203,3 +203,20 @@ def test_a_library_frame_keeps_its_whole_name(tmp_path):
     assert "/usr/lib/python3" not in out
     # A long function name keeps its tail: the function itself.
     assert "..addmm_impl_cpu_" in out or "addmm_impl_cpu_" in out, out
+
+
+def test_setup_calls_are_hidden_unless_asked(tmp_path):
+    doc = json.loads((SURVEY / "sol-4300.summary.json").read_text())
+    doc["ops"].append({"api": "dnnl", "symbol": "dnnl_memory_desc_init_by_tag", "op": "dnnl_api", "dtype": "none",
+                       "shape": "", "backend": "native", "calls": 40, "total_ns": 4000, "min_ns": 50, "max_ns": 200,
+                       "flops": 0, "bytes": 0})
+    doc["sites"].append({"id": 2, "symbol": "dnnl_memory_desc_init_by_tag", "calls": 40, "total_ns": 4000,
+                         "frames": ["setup (/usr/local/bin/bench+0x2000)"]})
+    (tmp_path / "sol-4300.summary.json").write_text(json.dumps(doc))
+    for by in ("op", "site", "api"):
+        p = sol("report", tmp_path, "--by", by, "--format", "json", check=0)
+        rows = json.loads(p.stdout)["rows"]
+        assert all(r["symbol"] != "dnnl_memory_desc_init_by_tag" for r in rows), (by, rows)
+        assert "40 oneDNN set-up calls are not shown" in p.stderr
+        shown = sol_json("report", tmp_path, "--by", by, "--setup")["rows"]
+        assert any(r["symbol"] == "dnnl_memory_desc_init_by_tag" for r in shown), by

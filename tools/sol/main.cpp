@@ -271,6 +271,7 @@ int main(int argc, char** argv) {
   report_cmd->footer(
       "A trace directory's processes and ranks are merged. To compare two traces: sol diff A B.");
   report_cmd->add_option("PATH", report.path, "a trace directory or a summary file")->required();
+  report_cmd->add_flag("--setup", report.setup, "also show oneDNN's set-up calls (descriptors, memory objects...)");
   add_table_options(report_cmd, report);
   add_choice(report_cmd, "--by", report.by, {{"op", "op"}, {"site", "site"}, {"api", "api"}},
              "rows per op signature (the default), call site or API");
