@@ -1,6 +1,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -170,6 +171,20 @@ bool matches(const std::vector<std::string>& patterns, const char* symbol, Op op
         ::fnmatch(p.c_str(), op_family(op), 0) == 0)
       return true;
   return false;
+}
+
+// Whether the trace window is open: trace.delay has passed and trace.toggle's signal left it on.
+bool in_window(State& s) noexcept {
+  if (SOL_UNLIKELY(!s.recording.load(std::memory_order_relaxed))) return false;
+  if (SOL_LIKELY(s.waited.load(std::memory_order_relaxed))) return true;
+  if (monotonic_ns() < s.record_from_ns) return false;
+  s.waited.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+void toggle_recording(int) noexcept {
+  if (State* s = g_state.load(std::memory_order_acquire))
+    s->recording.store(!s->recording.load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
 // Whether trace.include / trace.exclude let this call be traced.
@@ -408,14 +423,28 @@ bool start(const config::Config& cfg) noexcept {
       s->stacks = false;
     }
   }
+  if (cfg.trace_delay > 0) {
+    s->record_from_ns = s->start_mono_ns + static_cast<uint64_t>(cfg.trace_delay) * 1000000000u;
+    s->waited.store(false, std::memory_order_relaxed);
+  }
   g_state.store(s, std::memory_order_release);
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  if (cfg.trace_toggle != "none") {
+    struct sigaction act{};
+    act.sa_handler = toggle_recording;
+    act.sa_flags = SA_RESTART;
+    sigemptyset(&act.sa_mask);
+    if (::sigaction(cfg.trace_toggle == "sigusr1" ? SIGUSR1 : SIGUSR2, &act, nullptr) != 0)
+      log::write(log::Level::warn, "cannot install the %s handler for trace.toggle; tracing stays on",
+                 cfg.trace_toggle.c_str());
+  }
   return true;
 }
 
 Span::Span(const Node& node) noexcept {
   State* s = g_state.load(std::memory_order_acquire);
-  if (!s || s->finished.load(std::memory_order_relaxed) || !wanted(*s, node) || !ensure_files(*s)) return;
+  if (!s || s->finished.load(std::memory_order_relaxed) || !in_window(*s) || !wanted(*s, node) || !ensure_files(*s))
+    return;
   ThreadState* t = thread_state(*s);
   if (!t) return;
   if (s->stacks) {

@@ -109,6 +109,11 @@ struct State {
   // (0 unknown, 1 traced, 2 not), for calls that are no DNN node (those are judged by their kind).
   std::vector<std::string> include, exclude;
   std::atomic<uint8_t> wanted[kNumSymbols] = {};
+  // The window: calls are recorded while `recording` (flipped by trace.toggle's signal) and once
+  // trace.delay has passed (`waited`, set at the first call from record_from_ns on).
+  std::atomic<bool> recording{true};
+  std::atomic<bool> waited{true};
+  uint64_t record_from_ns = 0;
 
   // Identity of this process (reset in a forked child).
   pid_t pid = 0;

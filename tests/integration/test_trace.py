@@ -342,3 +342,33 @@ def test_filters_choose_what_is_traced(tmp_path):
     only = ops({"SOL_TRACE_INCLUDE": "convolution, *gemm*"}, "only")
     assert only and {op for op, _ in only} <= {"convolution", "gemm"}
     assert "convolution" in {op for op, _ in only}
+
+
+def test_a_delay_leaves_the_start_out(tmp_path):
+    r, d = traced([str(PROGRAMS / "repeated_gemm"), "64", "2"], tmp_path, env={"SOL_TRACE_DELAY": "1"})
+    assert r.returncode == 0, r.stderr
+    made = int(r.stdout.split("after ")[1].split()[0])
+    traced_calls = summary(d)["process"]["calls"]
+    assert 0 < traced_calls < made, (traced_calls, made)
+    assert min(e["ts"] for e in events(d)) >= 1e6  # microseconds from the process's start
+
+
+def test_a_signal_turns_tracing_off_and_on(tmp_path):
+    import signal
+    import subprocess
+    import time
+    from conftest import clean_env
+    d = tmp_path / "trace"
+    env = clean_env({"SOL_TRACE": "1", "SOL_TRACE_DIR": str(d), "SOL_TRACE_TOGGLE": "sigusr2"})
+    p = subprocess.Popen([str(PROGRAMS / "repeated_gemm"), "64", "2.5"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(0.7)
+    p.send_signal(signal.SIGUSR2)  # off
+    time.sleep(1.0)
+    p.send_signal(signal.SIGUSR2)  # on again
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    ts = sorted(e["ts"] for e in events(d))
+    gap = max(b - a for a, b in zip(ts, ts[1:]))
+    assert gap >= 0.8e6, gap  # a second with nothing traced, between calls before and after
+    assert ts[0] < 0.7e6 and ts[-1] > 1.7e6
