@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "capture/blas/copies.hpp"
 #include "common/macros.hpp"
 
 namespace sol::capture::measure {
@@ -71,44 +72,17 @@ void native_slowed_if_asked(uint64_t started_ns) noexcept {
 
 namespace {
 
-// Copies of the operands a node writes, and the node pointing at them.
+// The node on private copies of what it writes (capture/blas/copies.hpp), and its screen.
 class Scratch {
  public:
-  bool take(const Node& node) noexcept {
-    node_ = node;
-    node_.ret = {};
-    node_.result = nullptr;
-    blas::Operand ops[blas::kMaxOperands];
-    const int n = blas::operands(node, ops);
-    size_t total = 0;
-    for (int i = 0; i < n; ++i)
-      if (ops[i].written && ops[i].bytes && blas::operand_field(ops[i].name)) total += (ops[i].bytes + 63) & ~size_t{63};
-    // Larger than this, a measurement would cost more memory than users expect of a library call.
-    if (total > (size_t{1} << 30)) return false;
-    buffer_.reset(static_cast<unsigned char*>(std::aligned_alloc(64, total ? total : 64)));
-    if (!buffer_) return false;
-    size_t at = 0;
-    count_ = 0;
-    for (int i = 0; i < n; ++i) {
-      if (!ops[i].written || !ops[i].bytes || !blas::operand_field(ops[i].name)) continue;
-      copies_[count_++] = {ops[i].ptr, buffer_.get() + at, ops[i].bytes};
-      node_.blas.*blas::operand_field(ops[i].name) = buffer_.get() + at;
-      at += (ops[i].bytes + 63) & ~size_t{63};
-    }
-    return true;
-  }
-  // The copies as the caller's memory is now (each candidate starts from the same outputs:
-  // beta != 0 reads them, and values grown by earlier runs could take slower paths).
-  Node& refresh() noexcept {
-    for (int i = 0; i < count_; ++i) std::memcpy(copies_[i].copy, copies_[i].from, copies_[i].bytes);
-    node_.ret = {};
-    return node_;
-  }
+  // Larger than 1 GiB of copies, a measurement would cost more memory than users expect of a call.
+  bool take(const Node& node) noexcept { return copies_.take(node, size_t{1} << 30); }
+  Node& refresh() noexcept { return copies_.refresh(); }
   // The same call on a quarter of the larger of m and n, for a first look at a long GEMM: a
   // sub-block of the operands with the same leading dimensions, valid whatever the layout and
   // transposes. False when the node is no GEMM or too small to cut.
   bool screen(Node& out) noexcept {
-    if (node_.op != Op::gemm) return false;
+    if (copies_.node().op != Op::gemm) return false;
     out = refresh();
     int64_t& d = out.blas.m >= out.blas.n ? out.blas.m : out.blas.n;
     if (d < 64) return false;
@@ -117,18 +91,7 @@ class Scratch {
   }
 
  private:
-  struct Free {
-    void operator()(unsigned char* p) const noexcept { std::free(p); }
-  };
-  struct Copy {
-    const void* from;
-    void* copy;
-    size_t bytes;
-  };
-  Node node_{Sym{}, Op{}, DType::none};
-  std::unique_ptr<unsigned char, Free> buffer_;
-  Copy copies_[blas::kMaxOperands];
-  int count_ = 0;
+  blas::WrittenCopies copies_;
 };
 
 // Candidates that ran a routine once already in this process: their first run pays for set-up

@@ -198,31 +198,13 @@ bool enabled() noexcept {
 }
 
 bool Snapshot::take(const Node& node) noexcept {
-  try {
-    blas::Operand ops[blas::kMaxOperands];
-    const int n = blas::operands(node, ops);
-    for (int i = 0; i < n; ++i) {
-      if (!ops[i].written || !ops[i].bytes || !blas::operand_field(ops[i].name)) continue;
-      Copy c;
-      c.op = ops[i];
-      const auto* p = static_cast<const unsigned char*>(ops[i].ptr);
-      c.bytes.assign(p, p + ops[i].bytes);
-      copies_.push_back(std::move(c));
-    }
-    return true;
-  } catch (...) {
-    copies_.clear();
-    return false;
-  }
+  return copies_.take(node);
 }
 
 void Snapshot::check(const Node& node, const char* backend, const char* against,
                      blas::FunctionRef<hal::Reason(Node&)> run) noexcept {
   // The same call on the copies: written operands point into them, results stay in the node.
-  Node ref = node;
-  ref.ret = {};
-  ref.result = nullptr;
-  for (auto& c : copies_) ref.blas.*blas::operand_field(c.op.name) = c.bytes.data();
+  Node& ref = copies_.node();
   if (blas::with_column_major(ref, run) != hal::Reason::ok) {
     SOL_LOG(debug, "verify: %s could not run %s; not checked", against, symbol_name(node.sym));
     return;
@@ -232,7 +214,7 @@ void Snapshot::check(const Node& node, const char* backend, const char* against,
   for (const auto& c : copies_) {
     Diff d;
     const DType dt = (node.op == Op::dsdot || node.op == Op::sdsdot) ? DType::f32 : node.dtype;
-    compare_bytes(c.op.ptr, c.bytes.data(), c.bytes.size(), dt, d);
+    compare_bytes(c.op.ptr, c.copy, c.op.bytes, dt, d);
     if (d.nan || d.max_abs > tolerance * d.scale) {
       record_mismatch(node, backend, against, c.op.name, d, tolerance, false);
       return;

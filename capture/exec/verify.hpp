@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "capture/blas/blas.hpp"
+#include "capture/blas/copies.hpp"
 #include "capture/ir/node.hpp"
 
 namespace sol::config {
@@ -30,11 +31,7 @@ class Snapshot {
              blas::FunctionRef<hal::Reason(Node&)> run) noexcept;
 
  private:
-  struct Copy {
-    blas::Operand op;
-    std::vector<unsigned char> bytes;
-  };
-  std::vector<Copy> copies_;
+  blas::WrittenCopies copies_;  // the written operands as they were before the call
 };
 
 // The same for DNN nodes: copies of the tensors the node writes (a sum post-op's dst holds what
