@@ -10,6 +10,7 @@
 #include "capture/trace/call_log.hpp"
 #include "capture/trace/trace.hpp"
 #include "capture/exec/verify.hpp"
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
 #include "hal/transfers.hpp"
@@ -44,16 +45,16 @@ void submit(Node& node, NativeFn native) noexcept {
   const bool logging = call_log::active();
   if (trace::active()) {
     trace::Span span(node);
-    const uint64_t t0 = logging ? call_log::now_ns() : 0;
+    const uint64_t t0 = logging ? monotonic_ns() : 0;
     const char* backend = execute(node, native);
-    if (logging) call_log::record(node, backend, t0, call_log::now_ns());
+    if (logging) call_log::record(node, backend, t0, monotonic_ns());
     span.finish(node, backend);
     return;
   }
   if (logging) {
-    const uint64_t t0 = call_log::now_ns();
+    const uint64_t t0 = monotonic_ns();
     const char* backend = execute(node, native);
-    call_log::record(node, backend, t0, call_log::now_ns());
+    call_log::record(node, backend, t0, monotonic_ns());
     return;
   }
   execute(node, native);

@@ -18,6 +18,7 @@
 #include "capture/exec/pairing.hpp"
 #include "capture/exec/verify.hpp"
 #include "capture/ir/dnn.hpp"
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "common/macros.hpp"
 #include "common/native.hpp"
@@ -185,7 +186,7 @@ struct OnBackend {
   hal::Reason operator()(Node& cm) noexcept {
     const hal::Reason why = backend->supports(cm);
     if (why != hal::Reason::ok) return why;
-    const uint64_t t0 = measure::now_ns();
+    const uint64_t t0 = monotonic_ns();
     const hal::Reason r = backend->run(cm);
     measure::slow_down_if_asked(backend->name(), t0);
     return r;
@@ -344,7 +345,7 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     const Sym routine = blas::fortran_routine(node.op, node.dtype, node.blas.real_alpha);
     void* own = node.native && routine != blas::kNoRoutine ? native_routine(routine) : nullptr;
     auto run_native = [&](Node& cm) noexcept {
-      const uint64_t t0 = measure::now_ns();
+      const uint64_t t0 = monotonic_ns();
       blas::call_fortran(routine, own, cm);
       measure::native_slowed_if_asked(t0);
       return hal::Reason::ok;
@@ -368,15 +369,15 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     const bool mixed = ex.native_ran.load(std::memory_order_relaxed);
     double native_seconds = -1;
     if (own) {
-      const uint64_t t0 = measure::now_ns();
+      const uint64_t t0 = monotonic_ns();
       native_call();
-      native_seconds = static_cast<double>(measure::now_ns() - t0) * 1e-9;
+      native_seconds = static_cast<double>(monotonic_ns() - t0) * 1e-9;
       ran = true;
       ex.note_native();
     }
     hal::profile::Row row;
     row.key = key;
-    const uint64_t measuring_from = measure::now_ns();
+    const uint64_t measuring_from = monotonic_ns();
     if (!measure::run(node, flops, candidates, native_seconds, mixed, row)) {
       prof.release(native, key);
       return nullptr;
@@ -386,14 +387,14 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       for (const auto& r : row.rates) rates += " " + r.candidate + "=" + std::to_string(r.gflops).substr(0, 7);
       SOL_LOG(debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s (measuring took %.1f ms)",
               hal::profile::class_text(key).c_str(), symbol_name(node.sym), row.size.c_str(), rates.c_str(),
-              row.choice.c_str(), static_cast<double>(measure::now_ns() - measuring_from) * 1e-6);
+              row.choice.c_str(), static_cast<double>(monotonic_ns() - measuring_from) * 1e-6);
     }
     warn_if_measured_slow(node, flops, row);
     if (hal::Backend* b = row.trial.empty() ? nullptr : ex.registry.get(row.trial)) {
       double native_gflops = 0;
       for (const auto& r : row.rates)
         if (r.candidate == "native") native_gflops = r.gflops;
-      auto t = std::make_unique<Trial>(Trial{native, key, row, b, native_gflops, measure::now_ns() + kTrialNs});
+      auto t = std::make_unique<Trial>(Trial{native, key, row, b, native_gflops, monotonic_ns() + kTrialNs});
       SOL_LOG(debug, "trying %s in use for %s, then native: measured beside each other's threads", b->name(),
               hal::profile::class_text(key).c_str());
       // The measured choice is recorded first: it stands if the process ends before the trial.
@@ -418,7 +419,7 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
 void observe_trial(Executor& ex, Trial& t, double gflops, bool by_native) noexcept {
   std::lock_guard<std::mutex> lock(ex.trials_mu);
   if (t.done || by_native != t.native_turn) return;
-  const uint64_t now = measure::now_ns();
+  const uint64_t now = monotonic_ns();
   if (!by_native) {
     if (gflops > t.best_gflops) t.best_gflops = gflops;
     ++t.calls;
@@ -594,9 +595,9 @@ const char* execute(Node& node, NativeFn native) noexcept {
     if (measured && measured[0] == 'n' && std::strcmp(measured, "native") == 0 && node.native) {
       ex->note_native();
       if (SOL_UNLIKELY(trial != nullptr)) {  // native's turn in a trial: timed
-        const uint64_t t0 = measure::now_ns();
+        const uint64_t t0 = monotonic_ns();
         native();
-        observe_trial(*ex, *trial, flops / (static_cast<double>(measure::now_ns() - t0) * 1e-9) * 1e-9, true);
+        observe_trial(*ex, *trial, flops / (static_cast<double>(monotonic_ns() - t0) * 1e-9) * 1e-9, true);
         return "native";
       }
       native();
@@ -626,10 +627,10 @@ const char* execute(Node& node, NativeFn native) noexcept {
       native();
       return "native";
     }
-    const uint64_t t0 = trial ? measure::now_ns() : 0;
+    const uint64_t t0 = trial ? monotonic_ns() : 0;
     const hal::Reason r = run_on(*ex, *c.backend, node);
     if (trial && c.backend == trial->backend) {
-      const double seconds = static_cast<double>(measure::now_ns() - t0) * 1e-9;
+      const double seconds = static_cast<double>(monotonic_ns() - t0) * 1e-9;
       observe_trial(*ex, *trial, r == hal::Reason::ok ? flops / seconds * 1e-9 : -1, false);
       trial = nullptr;
     }

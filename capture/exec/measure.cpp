@@ -1,7 +1,5 @@
 #include "capture/exec/measure.hpp"
 
-#include <time.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,15 +9,10 @@
 #include <string>
 
 #include "capture/blas/copies.hpp"
+#include "common/clock.hpp"
 #include "common/macros.hpp"
 
 namespace sol::capture::measure {
-
-uint64_t now_ns() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 namespace {
 
@@ -48,8 +41,8 @@ thread_local bool t_native_owes = false;  // a "name:after" backend ran last in 
 thread_local bool t_measuring = false;    // this thread runs a measurement's race
 
 void spin_for(uint64_t ns) noexcept {
-  const uint64_t until = now_ns() + ns;
-  while (now_ns() < until) {
+  const uint64_t until = monotonic_ns() + ns;
+  while (monotonic_ns() < until) {
   }
 }
 
@@ -61,13 +54,13 @@ void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept {
   if (knob.after)
     t_native_owes = true;
   else if (!knob.measured_only || t_measuring)
-    spin_for(9 * (now_ns() - started_ns));
+    spin_for(9 * (monotonic_ns() - started_ns));
 }
 
 void native_slowed_if_asked(uint64_t started_ns) noexcept {
   if (SOL_LIKELY(!t_native_owes)) return;
   t_native_owes = false;
-  spin_for(9 * (now_ns() - started_ns));
+  spin_for(9 * (monotonic_ns() - started_ns));
 }
 
 namespace {
@@ -109,9 +102,9 @@ bool warm(const char* candidate, const Node& node) {
 double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
   Node screened{Sym{}, Op{}, DType::none};
   Node& n = screen && scratch.screen(screened) ? screened : scratch.refresh();
-  const uint64_t t0 = now_ns();
+  const uint64_t t0 = monotonic_ns();
   if (blas::with_column_major(n, c.run) != hal::Reason::ok) return -1;  // c.run applies SOL_TEST_SLOW
-  return static_cast<double>(now_ns() - t0) * 1e-9;
+  return static_cast<double>(monotonic_ns() - t0) * 1e-9;
 }
 
 }  // namespace

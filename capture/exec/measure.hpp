@@ -46,6 +46,5 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
 // threads, so that its trial in use (Row::trial) finds it fast.
 void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept;
 void native_slowed_if_asked(uint64_t started_ns) noexcept;
-uint64_t now_ns() noexcept;
 
 }  // namespace sol::capture::measure

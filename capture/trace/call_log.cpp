@@ -4,7 +4,6 @@
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +14,7 @@
 #include "capture/ir/dnn.hpp"
 #include "capture/trace/shape.hpp"
 #include "capture/trace/text.hpp"
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
 
@@ -83,12 +83,6 @@ void field(trace::Text& t, const char* s, size_t n) noexcept {
 
 }  // namespace
 
-uint64_t now_ns() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 bool start(const config::Config& cfg) noexcept {
   if (cfg.trace_log.empty()) return false;
   try {
@@ -106,7 +100,7 @@ bool start(const config::Config& cfg) noexcept {
         return false;
       }
     }
-    g_start_ns = now_ns();
+    g_start_ns = monotonic_ns();
     g_fd.store(fd, std::memory_order_release);
     pthread_atfork(nullptr, nullptr, [] { g_generation.fetch_add(1, std::memory_order_relaxed); });
     return true;

@@ -26,9 +26,7 @@ namespace sol::capture::call_log {
 bool start(const config::Config& cfg) noexcept;
 bool active() noexcept;
 
-// One call that ran from t0 to t1 (CLOCK_MONOTONIC ns) where `backend` says.
+// One call that ran from t0 to t1 (sol::monotonic_ns) where `backend` says.
 void record(const Node& node, const char* backend, uint64_t t0, uint64_t t1) noexcept;
-
-uint64_t now_ns() noexcept;
 
 }  // namespace sol::capture::call_log

@@ -365,12 +365,6 @@ void after_fork_child() {
 
 }  // namespace
 
-uint64_t monotonic_ns() noexcept {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
-}
-
 State* state() noexcept {
   return g_state.load(std::memory_order_acquire);
 }

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/clock.hpp"
 #include "capture/ir/node.hpp"
 #include "capture/trace/dataflow.hpp"
 #include "capture/trace/stacks.hpp"
@@ -148,7 +149,5 @@ State* state() noexcept;
 
 // Writes summary.json, summary.txt, folded and graph.dot, and the table on stderr (outputs.cpp).
 void write_outputs(State& s, const char* how) noexcept;
-
-uint64_t monotonic_ns() noexcept;
 
 }  // namespace sol::capture::trace
