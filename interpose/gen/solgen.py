@@ -166,10 +166,7 @@ def flops_expr(r, value, left):
 def flops_check(r, sym, native, call, fortran, sized=False):
     """Lines that send a small call straight to native, before any node is built. `sized`: the
     entry stub can check sizes itself (size_predicate), and is told to from the first call here."""
-    if fortran:
-        expr = flops_expr(r, lambda w: "*" + w, "(*side == 'L' || *side == 'l')")
-    else:
-        expr = flops_expr(r, lambda w: w, "(static_cast<int>(side) == 141)")
+    expr = wrapper_flops_expr(r, fortran)
     if sized:
         return ["  if (const double sol_below = sol::capture::native_below(Sym::%s); sol_below > 0) {" % sym,
                 "    sol::interpose::check_size_at_entry(Sym::%s);" % sym,
@@ -178,6 +175,13 @@ def flops_check(r, sym, native, call, fortran, sized=False):
     return ["  if (const double sol_below = sol::capture::native_below(Sym::%s); sol_below > 0 && (%s) < sol_below)"
             % (sym, expr),
             "    return %s(%s);" % (native, call)]
+
+
+def wrapper_flops_expr(r, fortran):
+    """The routine's flops over a wrapper's own arguments: pointers in Fortran, values in CBLAS."""
+    if fortran:
+        return flops_expr(r, lambda w: "*" + w, "(*side == 'L' || *side == 'l')")
+    return flops_expr(r, lambda w: w, "(static_cast<int>(side) == 141)")
 
 
 def is_float_param(decl):
@@ -189,10 +193,7 @@ def size_predicate(r, sym, params, fortran):
     """The size check as a function of its own over the first arguments, which the entry stub
     calls with the argument registers saved (SOL_ENTRY_SIZED): (lines, saves_xmm), or None when
     the check reads an argument passed on the stack."""
-    if fortran:
-        expr = flops_expr(r, lambda w: "*" + w, "(*side == 'L' || *side == 'l')")
-    else:
-        expr = flops_expr(r, lambda w: w, "(static_cast<int>(side) == 141)")
+    expr = wrapper_flops_expr(r, fortran)
     used = {w for w in FLOPS_NAMES.findall(r.flops) if w in ("m", "n", "k", "kl", "ku")}
     if "left" in FLOPS_NAMES.findall(r.flops):
         used.add("side")
