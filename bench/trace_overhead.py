@@ -6,6 +6,8 @@
    verbose mode (ONEDNN_VERBOSE=1, which sees only oneDNN and has no stacks) and under ltrace
    (library-call tracing of sgemm_ and dnnl_primitive_execute). Target: traced <= 1.05x.
 2. A stream of tiny calls (n=1 saxpy_ from C): the cost each recorded call adds. Target <= 0.5 us.
+3. Tiny calls from Python (cblas_ddot n=1 through ctypes, 30 Python frames deep): what reading the
+   Python frames adds per traced call (SOL_TRACE_PYTHON=1 vs 0). Target <= 2 us.
 
 Runs alternate and the minimum of each variant is kept: the machine is shared and noisy.
 """
@@ -77,6 +79,22 @@ def main():
         print("  %-40s %9.1f ns/call" % (name, ns))
     added = per_call["traced"] - per_call["plain"]
     print("  added per recorded call = %.3f us (target <= 0.5 us): %s" % (added / 1000, "PASS" if added <= 500 else "FAIL"))
+
+    py_tiny = [PY, os.path.join(ROOT, "bench", "py_tiny_calls.py"), "100000" if QUICK else "300000", "30"]
+    per_py_call = {}
+    for _ in range(ROUNDS):
+        for name, e in (("untraced", env()),
+                        ("traced, SOL_TRACE_PYTHON=0", env(LD_PRELOAD=LIBSOL, SOL_TRACE="1", SOL_TRACE_PYTHON="0",
+                                                           SOL_TRACE_DIR=trace_dir)),
+                        ("traced, Python frames", env(LD_PRELOAD=LIBSOL, SOL_TRACE="1", SOL_TRACE_DIR=trace_dir))):
+            out = subprocess.run(py_tiny, env=e, capture_output=True, text=True, check=True).stdout
+            per_py_call[name] = min(per_py_call.get(name, float("inf")), float(out.split()[0]))
+    print("Tiny calls from Python (cblas_ddot n=1 via ctypes, 30 frames deep), min of %d runs" % ROUNDS)
+    for name, ns in per_py_call.items():
+        print("  %-40s %9.1f ns/call" % (name, ns))
+    added = per_py_call["traced, Python frames"] - per_py_call["traced, SOL_TRACE_PYTHON=0"]
+    print("  Python frames add per traced call = %.3f us (target <= 2 us): %s" %
+          (added / 1000, "PASS" if added <= 2000 else "FAIL"))
     shutil.rmtree(trace_dir, ignore_errors=True)
 
 

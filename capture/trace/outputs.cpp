@@ -115,16 +115,64 @@ std::vector<uint32_t> by_time(const std::vector<Stats>& stats) {
   return ids;
 }
 
+// The frames of each site by name, innermost first: native frames named now, with the site's
+// Python frames in place of the interpreter's evaluation frames that ran them (as py-spy --native
+// shows them).
 class Frames {
  public:
+  explicit Frames(const State& s) : s_(s) {}
+
+  const std::vector<std::string>& of(uint32_t id) {
+    auto it = sites_.find(id);
+    if (it == sites_.end()) it = sites_.emplace(id, merge(s_.sites[id])).first;
+    return it->second;
+  }
+
+ private:
   const std::string& name(uintptr_t ip) {
     auto it = names_.find(ip);
     if (it == names_.end()) it = names_.emplace(ip, describe_frame(ip)).first;
     return it->second;
   }
 
- private:
+  std::vector<std::string> merge(const Site& site) {
+    std::vector<std::string> out;
+    size_t py = 0;  // the next Python frame to place
+    // Python frames up to and including the next evaluation's first one: what one
+    // _PyEval_EvalFrameDefault ran.
+    const auto place_evaluation = [&] {
+      while (py < site.py.size()) {
+        out.push_back(site.py[py]);
+        if (site.py_entry[py++]) break;
+      }
+    };
+    for (uintptr_t ip : site.ips) {
+      const std::string& n = name(ip);
+      if (py < site.py.size() && n.rfind("_PyEval_EvalFrameDefault", 0) == 0)
+        place_evaluation();
+      else
+        out.push_back(n);
+    }
+    if (py < site.py.size()) {
+      // The native stack was cut at trace.depth before the interpreter's frames.
+      if (site.ips.size() >= static_cast<size_t>(s_.depth)) out.push_back("...");
+      while (py < site.py.size()) place_evaluation();
+    }
+    if (site.python == Site::Python::no_thread) {
+      // The thread's own frames end at its start routine; then where it was started from.
+      if (!site.origin) {
+        out.push_back("(thread without Python)");
+      } else {
+        out.push_back("(thread without Python, started from)");
+        out.insert(out.end(), site.origin->frames.begin(), site.origin->frames.end());
+      }
+    }
+    return out;
+  }
+
+  const State& s_;
   std::unordered_map<uintptr_t, std::string> names_;
+  std::unordered_map<uint32_t, std::vector<std::string>> sites_;
 };
 
 std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>& sig_order,
@@ -182,9 +230,10 @@ std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>&
     json_str(out, id ? symbol_name(site.sym) : "");
     out += ", \"calls\": " + u64s(m.sites[id].calls) + ", \"total_ns\": " + u64s(m.sites[id].total_ns) +
            ", \"frames\": [";
-    for (size_t i = 0; i < site.ips.size(); ++i) {
+    const auto& names = frames.of(id);
+    for (size_t i = 0; i < names.size(); ++i) {
       if (i) out += ", ";
-      json_str(out, frames.name(site.ips[i]));
+      json_str(out, names[i]);
     }
     out += "]}";
   }
@@ -225,9 +274,20 @@ std::string summary_text(State& s, const Merged& m, const std::vector<uint32_t>&
                     static_cast<unsigned long long>(m.sites[id].calls), symbol_name(s.sites[id].sym),
                     human_ns(m.sites[id].total_ns).c_str());
       out += line;
-      const auto& ips = s.sites[id].ips;
-      for (size_t i = 0; i < ips.size() && i < 8; ++i) out += "      " + frames.name(ips[i]) + "\n";
-      if (ips.size() > 8) out += "      ... " + std::to_string(ips.size() - 8) + " more\n";
+      // The innermost frames, then the Python ones (the lines of the program that led here) with
+      // the native frames between them counted.
+      const auto& names = frames.of(id);
+      size_t skipped = 0;
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (i >= 6 && !is_python_frame(names[i])) {
+          ++skipped;
+          continue;
+        }
+        if (skipped) out += "      ... " + std::to_string(skipped) + " more\n";
+        skipped = 0;
+        out += "      " + names[i] + "\n";
+      }
+      if (skipped) out += "      ... " + std::to_string(skipped) + " more\n";
     }
   }
   return out;
@@ -237,8 +297,9 @@ std::string folded(State& s, const Merged& m, const std::vector<uint32_t>& site_
   std::string out;
   for (uint32_t id : site_order) {
     const Site& site = s.sites[id];
-    for (size_t i = site.ips.size(); i-- > 0;) {
-      std::string f = short_frame(frames.name(site.ips[i]));
+    const auto& names = frames.of(id);
+    for (size_t i = names.size(); i-- > 0;) {
+      std::string f = short_frame(names[i]);
       std::replace(f.begin(), f.end(), ';', ':');  // ';' separates frames
       out += f + ";";
     }
@@ -301,7 +362,7 @@ void write_outputs(State& s, const char* how) noexcept {
     const Merged m = merge(s);
     const std::vector<uint32_t> sig_order = by_time(m.sigs);
     const std::vector<uint32_t> site_order = by_time(m.sites);
-    Frames frames;
+    Frames frames(s);
     bool ok =
         write_file(s.path(".summary.json"), summary_json(s, m, sig_order, site_order, frames, how, wall));
     ok &= write_file(s.path(".summary.txt"), summary_text(s, m, sig_order, site_order, frames, wall));

@@ -33,6 +33,7 @@ namespace {
 // A plain pointer, not a static object, so nothing depends on constructor order.
 std::atomic<State*> g_state{nullptr};
 constinit SOL_TLS ThreadState* t_thread = nullptr;
+constinit SOL_TLS const ThreadOrigin* t_origin = nullptr;  // see adopt_thread_origin()
 
 uint64_t realtime_ns() noexcept {
   timespec t;
@@ -204,6 +205,19 @@ bool wanted(State& s, const Node& node) noexcept {
   return v == 1;
 }
 
+// Whether the process runs CPython, at its first traced call and then with each new stack (under
+// s.mu, or s.open_mu before any stack): one line says what was found.
+void look_for_python(State& s) noexcept {
+  using Status = python::Interpreter::Status;
+  if (s.python.status() != Status::not_found) return;
+  const Status st = s.python.find();
+  if (st == Status::found)
+    log::write(log::Level::debug, "trace: Python %s found; stacks name its frames", s.python.version());
+  else if (st == Status::unsupported)
+    log::write(log::Level::info, "trace: Python %s: its frames are not read (3.11 to 3.13 are); stacks stop at "
+               "the interpreter", s.python.version());
+}
+
 // Creates this process's trace.json at its first traced call, so that processes that never call
 // a primitive (a shell between the user and the program) leave no files.
 bool ensure_files(State& s) noexcept {
@@ -211,6 +225,7 @@ bool ensure_files(State& s) noexcept {
   if (f != 0) return f > 0;
   std::lock_guard<std::mutex> lock(s.open_mu);
   if (s.files.load(std::memory_order_relaxed) != 0) return s.files.load(std::memory_order_relaxed) > 0;
+  if (s.want_python) look_for_python(s);
   std::string command;
   for (const auto& a : s.argv) command += (command.empty() ? "" : " ") + a;
   char buf[4096];
@@ -259,12 +274,101 @@ uint32_t site_id(State& s, ThreadState& t, Sym sym, const uintptr_t* ips, int n)
   {
     std::lock_guard<std::mutex> lock(s.mu);
     auto [it, added] = s.site_index.try_emplace(h, static_cast<uint32_t>(s.sites.size()));
-    if (added) s.sites.push_back(Site{sym, std::vector<uintptr_t>(ips, ips + n)});
+    if (added) {
+      s.sites.push_back(Site{sym, std::vector<uintptr_t>(ips, ips + n)});
+      if (s.want_python) look_for_python(s);
+    }
     id = it->second;
   }
   slot = {h, id};
   return id;
 }
+
+// The site of a call from the native site `native` and the calling thread's Python frames. The
+// same native stack is reached from many lines of a script (the interpreter's frames do not
+// change with the line), so the Python frames are part of a site's identity: they are hashed on
+// every call (a walk of a few dozen frames) and named only when their combination is new, while
+// they are live.
+uint32_t python_site(State& s, ThreadState& t, uint32_t native) {
+  constexpr int kMaxFrames = 128;
+  python::Frame f[kMaxFrames];
+  const int n = s.python.capture(f, kMaxFrames);
+  if (n == 0) return native;  // a thread known to Python, running none at the moment
+  uint64_t h = mix(0x7079746830ull, native);
+  h = mix(h, static_cast<uint64_t>(n));
+  const ThreadOrigin* origin = n < 0 ? t_origin : nullptr;
+  h = mix(h, reinterpret_cast<uintptr_t>(origin));
+  for (int i = 0; i < n; ++i)
+    h = mix(mix(h, f[i].code), static_cast<uint64_t>(static_cast<uint32_t>(f[i].lasti)) << 1 | f[i].entry);
+  h |= 1;
+  auto& slot = t.site_cache[h % ThreadState::kCache];
+  if (slot.hash == h) return slot.id;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (auto it = s.site_index.find(h); it != s.site_index.end()) {
+      slot = {h, it->second};
+      return it->second;
+    }
+  }
+  Site site;
+  site.python = n < 0 ? Site::Python::no_thread : Site::Python::frames;
+  site.origin = origin;
+  for (int i = 0; i < n; ++i) {
+    site.py.push_back(s.python.describe(f[i]));
+    site.py_entry.push_back(f[i].entry);
+  }
+  uint32_t id;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto [it, added] = s.site_index.try_emplace(h, static_cast<uint32_t>(s.sites.size()));
+    if (added) {
+      site.sym = s.sites[native].sym;
+      site.ips = s.sites[native].ips;
+      s.sites.push_back(std::move(site));
+    }
+    id = it->second;
+  }
+  slot = {h, id};
+  return id;
+}
+
+}  // namespace
+
+const ThreadOrigin* thread_origin() noexcept {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (SOL_LIKELY(!s) || !s->stacks || !s->want_python || s->finished.load(std::memory_order_relaxed))
+    return nullptr;
+  if (!s->python.found()) {
+    // Threads are often started before the first traced call (OpenMP's pool, at import time).
+    std::lock_guard<std::mutex> lock(s->open_mu);
+    look_for_python(*s);
+    if (!s->python.found()) return nullptr;
+  }
+  constexpr int kMaxFrames = 64;
+  python::Frame f[kMaxFrames];
+  const int n = s->python.capture(f, kMaxFrames);
+  if (n <= 0) return n < 0 ? t_origin : nullptr;  // started by a thread itself started from Python
+  try {
+    auto origin = std::make_unique<ThreadOrigin>();
+    std::string key;
+    for (int i = 0; i < n; ++i) {
+      origin->frames.push_back(s->python.describe(f[i]));
+      key += origin->frames.back() + '\n';
+    }
+    std::lock_guard<std::mutex> lock(s->mu);
+    auto [it, added] = s->origins.try_emplace(std::move(key), nullptr);
+    if (added) it->second = std::move(origin);
+    return it->second.get();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void adopt_thread_origin(const ThreadOrigin* origin) noexcept {
+  t_origin = origin;
+}
+
+namespace {
 
 // What a call computes, as text: the op, its element type and its shape.
 struct Problem {
@@ -402,6 +506,7 @@ bool start(const config::Config& cfg) noexcept {
     s->include = patterns(cfg.trace_include);
     s->exclude = patterns(cfg.trace_exclude);
     s->depth = static_cast<int>(cfg.trace_depth);
+    s->want_python = cfg.trace_python;
     for (const auto& b : cfg.backend) s->backend += (s->backend.empty() ? "" : ",") + b;
     s->argv = read_argv();
     s->sites.push_back(Site{});  // id 0: no stack
@@ -455,6 +560,12 @@ Span::Span(const Node& node) noexcept {
           t->stacks.add(sym, node.ret_slot, ips, slots, n, site_);
       } catch (...) {
         site_ = 0;
+      }
+    }
+    if (site_ && s->python.found()) {
+      try {
+        site_ = python_site(*s, *t, site_);
+      } catch (...) {
       }
     }
   }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
 
 namespace sol::capture::trace {
@@ -169,10 +170,24 @@ std::string describe_frame(uintptr_t ip) {
   return name + " (" + location + ")";
 }
 
+bool is_python_frame(const std::string& frame) {
+  // "qualname (file:line)"; native ones end in "(object+0xoffset)".
+  if (frame.size() < 4 || frame.back() != ')') return false;
+  size_t i = frame.size() - 1;
+  while (i > 0 && std::isdigit(static_cast<unsigned char>(frame[i - 1]))) --i;
+  return i < frame.size() - 1 && i > 0 && frame[i - 1] == ':' && frame.rfind(" (") != std::string::npos &&
+         frame.find("+0x", frame.rfind(" (")) == std::string::npos;
+}
+
 std::string short_frame(const std::string& frame) {
   // "ns::f(int, x<y>) const (libfoo.so+0x10)" -> "ns::f"; "libfoo.so+0x10" stays.
   const size_t loc = frame.rfind(" (");
   if (loc == std::string::npos) return frame;
+  if (is_python_frame(frame)) {
+    // "train (/home/me/work/train.py:42)" -> "train (train.py:42)": the line is the point.
+    const size_t slash = frame.rfind('/');
+    return frame.substr(0, loc) + " (" + frame.substr(slash != std::string::npos && slash > loc ? slash + 1 : loc + 2);
+  }
   std::string name = frame.substr(0, loc);
   // The parameter list is the last balanced (...) group of the name (templates may contain
   // parentheses too, so match from the end).

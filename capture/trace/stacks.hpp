@@ -71,7 +71,11 @@ class StackCache {
 // dynamic symbol. C++ names are demangled. Looks up `ip - 1`: the call, not the next instruction.
 std::string describe_frame(uintptr_t ip);
 
-// The name a flame graph shows: the function without its parameter list, or object+0xoffset.
+// The name a flame graph shows: the function without its parameter list, or object+0xoffset;
+// for a Python frame, "qualname (file.py:line)" with the file's directory left out.
 std::string short_frame(const std::string& frame);
+
+// Whether a frame's name is a Python frame's, "qualname (file:line)".
+bool is_python_frame(const std::string& frame);
 
 }  // namespace sol::capture::trace

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -16,10 +17,16 @@
 #include "common/clock.hpp"
 #include "capture/ir/node.hpp"
 #include "capture/trace/dataflow.hpp"
+#include "capture/trace/python_frames.hpp"
 #include "capture/trace/stacks.hpp"
 #include "capture/trace/trace_file.hpp"
 
 namespace sol::capture::trace {
+
+// The Python frames ("qualname (file:line)", innermost first) of the thread that created a thread.
+struct ThreadOrigin {
+  std::vector<std::string> frames;
+};
 
 // An op signature: what summaries aggregate over.
 struct Signature {
@@ -31,8 +38,21 @@ struct Signature {
 
 // A call site: the stack (innermost first) and the symbol it called.
 struct Site {
+  enum class Python : uint8_t {
+    none,       // not a Python process, or Python frames not wanted
+    frames,     // py: the calling thread's Python frames
+    no_thread,  // a Python process, but the calling thread runs no Python (an OpenMP or a
+                // library's own worker)
+  };
   Sym sym;
-  std::vector<uintptr_t> ips;
+  std::vector<uintptr_t> ips;  // native return addresses
+  Python python = Python::none;
+  std::vector<std::string> py;  // "qualname (file:line)", innermost first
+  // py_entry[i]: frame i is the first of one C-level evaluation, i.e. its caller is the native
+  // frame _PyEval_EvalFrameDefault: where the Python frames go among the native ones.
+  std::vector<bool> py_entry;
+  // Python::no_thread: the frames of the Python code that started the thread, if known.
+  const ThreadOrigin* origin = nullptr;
 };
 
 struct SigStats {
@@ -104,6 +124,8 @@ struct State {
   std::string dir;
   bool stacks = true;
   int depth = 32;
+  bool want_python = true;  // trace.python
+  python::Interpreter python;
   std::string backend;  // the configured preference, for process info
   Unwinder unwinder;
   // trace.include / trace.exclude patterns (fnmatch), and per symbol whether its calls pass them
@@ -138,6 +160,7 @@ struct State {
   std::vector<Site> sites;  // sites[0]: no stack
   std::unordered_map<uint64_t, uint32_t> site_index;
   std::vector<ThreadState*> threads;
+  std::unordered_map<std::string, std::unique_ptr<ThreadOrigin>> origins;  // by their frames, joined
 
   Dataflow dataflow;
 

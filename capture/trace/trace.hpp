@@ -37,6 +37,15 @@ class Span {
   bool on_ = false;
 };
 
+// Where a thread was started from, for the stacks of a thread that runs no Python: the Python
+// frames of the thread that created it (interned; never freed).
+struct ThreadOrigin;
+// In the creating thread (pthread_create): its Python frames, or its own origin when it runs no
+// Python either; nullptr when not tracing or not in a Python process. Cheap when not tracing.
+const ThreadOrigin* thread_origin() noexcept;
+// In the new thread, before it runs its start routine.
+void adopt_thread_origin(const ThreadOrigin* origin) noexcept;
+
 // This process's file-name tag: "<pid>", or "r<rank>-<pid>" under RANK, OMPI_COMM_WORLD_RANK or
 // PMI_RANK. Verify mode names its file with it too.
 std::string process_tag();

@@ -51,7 +51,7 @@ def spec_names():
 
 # Process hooks: a traced process that ends with _exit still writes its summaries
 # (interpose/exit_hooks.cpp); SOL's SIGSEGV handler stays first (interpose/signal_hooks.cpp).
-HOOKS = {"_exit", "_Exit", "sigaction", "signal"}
+HOOKS = {"_exit", "_Exit", "sigaction", "signal", "pthread_create"}
 
 
 def test_exports_are_exactly_the_spec(exported):

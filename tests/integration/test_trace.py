@@ -126,7 +126,7 @@ def test_cnn_all_outputs_written(cnn):
     trace = json.load(open(files(d, ".trace.json")[0]))  # strict JSON after a normal exit
     assert trace[0]["ph"] == "M" and "torch_cnn.py" in trace[0]["args"]["name"]
     folded = open(files(d, ".folded")[0]).read().splitlines()
-    assert any(l.split(" ")[0].endswith(";sgemm_") for l in folded)
+    assert any(l.rsplit(" ", 1)[0].endswith(";sgemm_") for l in folded)  # frames may hold spaces
     assert sum(int(l.rsplit(" ", 1)[1]) for l in folded) == summary(d)["process"]["traced_ns"]
     dot = open(files(d, ".graph.dot")[0]).read()
     assert dot.startswith("digraph") and "->" in dot and "convolution" in dot
@@ -260,7 +260,12 @@ def test_stacks_off_and_depth(tmp_path):
     assert s["process"]["stacks"] is False and all(site["frames"] == [] for site in s["sites"])
     r, d2 = traced([PYTHON, "-c", "import numpy as np; np.ones((9, 9)) @ np.ones((9, 9))"], tmp_path / "d",
                    env={"SOL_TRACE_DEPTH": "3"})
-    assert all(len(site["frames"]) <= 3 for site in summary(d2)["sites"])
+    # The depth bounds the native frames; the Python frames come on top, after a "..." when the
+    # native stack was cut before the interpreter.
+    for site in summary(d2)["sites"]:
+        python = [f for f in site["frames"] if re.search(r" \([^()]*:\d+\)$", f) and "+0x" not in f]
+        native = [f for f in site["frames"] if f not in python and f != "..."]
+        assert len(native) <= 3 and python, site["frames"]
 
 
 def test_report_and_diff_on_real_traces(tmp_path):

@@ -45,7 +45,18 @@ std::string site_label(const SiteKey& key, bool with_locations) {
     const std::string location = with_locations ? frame_location(key.frames[i]) : "";
     out += " < " + f + (location.empty() || location == f ? "" : " (" + location + ")");
   }
-  if (key.frames.size() > kDepth) out += " < ..";
+  if (key.frames.size() <= kDepth) return out;
+  // Then the line of the program that led here: the innermost Python frame of the program's own
+  // code (outside site-packages and the standard library), else the innermost Python frame.
+  std::optional<std::string> program, any;
+  for (size_t i = kDepth; i < key.frames.size() && !program; ++i) {
+    if (const auto p = python_frame(key.frames[i])) {
+      if (!library_python_frame(*p)) program = frame_name(key.frames[i]);
+      if (!any) any = frame_name(key.frames[i]);
+    }
+  }
+  out += " < ..";
+  if (program || any) out += " < " + (program ? *program : *any);
   return out;
 }
 

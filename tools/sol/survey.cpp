@@ -541,13 +541,33 @@ std::optional<Survey> load_file(const std::string& path, std::string& error) {
 
 }  // namespace
 
+std::optional<PythonFrame> python_frame(const std::string& frame) {
+  // "qualname (file:line)", as the recorder writes a Python frame; native ones hold "+0x".
+  const size_t open = frame.rfind(" (");
+  if (open == std::string::npos || frame.size() < open + 5 || frame.back() != ')') return std::nullopt;
+  const size_t colon = frame.rfind(':');
+  if (colon == std::string::npos || colon < open || colon + 2 >= frame.size()) return std::nullopt;
+  const std::string_view line(frame.data() + colon + 1, frame.size() - colon - 2);
+  if (line.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  if (frame.find("+0x", open) != std::string::npos) return std::nullopt;
+  return PythonFrame{frame.substr(0, open), frame.substr(open + 2, colon - open - 2), std::string(line)};
+}
+
+bool library_python_frame(const PythonFrame& p) {
+  for (const char* dir : {"/site-packages/", "/dist-packages/", "/lib/python3", "<frozen "})
+    if (p.file.find(dir) != std::string::npos) return true;
+  return false;
+}
+
 std::string frame_name(const std::string& frame) {
+  if (auto p = python_frame(frame)) return p->function + " (" + std::string(basename(p->file)) + ":" + p->line + ")";
   const FrameParts parts = split_frame(frame);
   if (!parts.function.empty()) return std::string(without_parameters(parts.function));
   return std::string(basename(parts.object));
 }
 
 std::string frame_location(const std::string& frame) {
+  if (auto p = python_frame(frame)) return std::string(basename(p->file)) + ":" + p->line;
   return std::string(basename(split_frame(frame).object));
 }
 

@@ -80,6 +80,15 @@ std::optional<Survey> load_survey(const std::string& path, std::string& error);
 // it: the function without its parameter list, or the object's file name and the offset.
 std::string frame_name(const std::string& frame);
 
+// A Python frame of a stack, "qualname (file:line)" as the recorder writes it.
+struct PythonFrame {
+  std::string function, file, line;
+};
+std::optional<PythonFrame> python_frame(const std::string& frame);
+// Whether it is library code (site-packages, dist-packages, the standard library) rather than the
+// program's own.
+bool library_python_frame(const PythonFrame& p);
+
 // Where a frame is: its object's file name and the offset ("libtorch_cpu.so.1.13+0x1a2b3c"), or ""
 // when the frame does not say.
 std::string frame_location(const std::string& frame);

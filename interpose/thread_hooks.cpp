@@ -1,0 +1,55 @@
+// pthread_create, interposed so that a thread that runs no Python (an OpenMP pool's, a library's
+// own worker) can name the Python frames that started it in a traced process's stacks. Outside
+// trace mode, or in a process without Python, it is libc's with one check in front.
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+
+#include "capture/trace/trace.hpp"
+#include "common/macros.hpp"
+
+namespace {
+
+using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+std::atomic<CreateFn> g_create{nullptr};
+
+CreateFn libc_create() noexcept {
+  CreateFn fn = g_create.load(std::memory_order_acquire);
+  if (!fn) {
+    fn = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+    g_create.store(fn, std::memory_order_release);
+  }
+  return fn;
+}
+
+struct Start {
+  void* (*fn)(void*);
+  void* arg;
+  const sol::capture::trace::ThreadOrigin* origin;
+};
+
+void* start_thread(void* p) {
+  const Start start = *static_cast<Start*>(p);
+  std::free(p);
+  sol::capture::trace::adopt_thread_origin(start.origin);
+  return start.fn(start.arg);
+}
+
+}  // namespace
+
+extern "C" SOL_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*),
+                                         void* arg) {
+  const CreateFn create = libc_create();
+  if (!create) return EAGAIN;  // no libc pthread_create: cannot happen in a dynamically linked program
+  const sol::capture::trace::ThreadOrigin* origin = sol::capture::trace::thread_origin();
+  if (SOL_LIKELY(!origin)) return create(thread, attr, fn, arg);
+  auto* start = static_cast<Start*>(std::malloc(sizeof(Start)));
+  if (!start) return create(thread, attr, fn, arg);
+  *start = Start{fn, arg, origin};
+  const int rc = create(thread, attr, start_thread, start);
+  if (rc != 0) std::free(start);
+  return rc;
+}

@@ -1,0 +1,184 @@
+"""Python frames in the trace's stacks: real scripts under CPython 3.11 (Debian's, with PyTorch and
+NumPy) and, where installed, 3.12 and 3.13 (a ctypes script: they have no NumPy here)."""
+import glob
+import json
+import os
+import re
+import shutil
+
+import pytest
+
+from conftest import PROGRAMS, PY_PROGRAMS, PYTHON, run
+from test_trace import files, traced
+
+
+def marked_lines(script):
+    """{name: line} of the lines marked '# LINE name'."""
+    lines = {}
+    for number, text in enumerate(open(script), 1):
+        m = re.search(r"# LINE (\w+)", text)
+        if m:
+            lines[m.group(1)] = number
+    return lines
+
+
+def sites_of(path):
+    with open(path) as f:
+        return json.load(f)["sites"]
+
+
+def frame(function, script, line):
+    return "%s (%s:%d)" % (function, script, line)
+
+
+def sites_with(sites, wanted):
+    return [s for s in sites if wanted in s["frames"]]
+
+
+def before(frames, inner, outer):
+    return frames.index(inner) < frames.index(outer)
+
+
+@pytest.fixture(scope="module")
+def torch_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pytorch")
+    script = str(PY_PROGRAMS / "py_frames_torch.py")
+    r, trace_dir = traced([PYTHON, script], tmp)
+    assert r.returncode == 0, r.stderr
+    summaries = [json.load(open(p)) for p in files(trace_dir, ".summary.json")]
+    assert len(summaries) == 2  # the script and its forked child
+    a, b = summaries
+    parent, child = (a, b) if b["process"]["ppid"] == a["process"]["pid"] else (b, a)
+    assert child["process"]["ppid"] == parent["process"]["pid"]
+    return script, marked_lines(script), parent["sites"], child["sites"], trace_dir
+
+
+def test_gemm_site_names_the_scripts_functions_and_lines(torch_run):
+    script, lines, sites, _, _ = torch_run
+    linear = frame("run_the_linear_layer_here", script, lines["linear"])
+    step = frame("a_training_step", script, lines["step"])
+    gemms = [s for s in sites_with(sites, step) if s["symbol"] == "sgemm_"]
+    assert gemms, [s["frames"] for s in sites if s["symbol"] == "sgemm_"]
+    f = gemms[0]["frames"]
+    # Innermost first: PyTorch's native frames, Linear.forward, then the script outwards.
+    layer = next(x for x in f if x.startswith("Linear.forward ("))
+    module = next(x for x in f if x.startswith("<module> (%s:" % script))
+    assert before(f, layer, linear) and before(f, linear, step) and before(f, step, module)
+    assert f.index(layer) > 0 and ".py:" not in f[0]
+
+
+def test_convolution_site_names_its_line(torch_run):
+    script, lines, sites, _, _ = torch_run
+    conv = frame("run_the_convolution_here", script, lines["conv"])
+    executed = [s for s in sites_with(sites, conv) if s["symbol"] == "dnnl_primitive_execute"]
+    assert executed, sorted({s["symbol"] for s in sites_with(sites, conv)})
+    assert any(x.startswith("Conv2d.forward (") for x in executed[0]["frames"])
+
+
+def test_backward_calls_name_the_backward_line(torch_run):
+    script, lines, sites, _, _ = torch_run
+    backward = frame("a_training_step", script, lines["backward"])
+    symbols = {s["symbol"] for s in sites_with(sites, backward)}
+    # grad of the linear layer (sgemm_) and of the convolution (oneDNN) are computed under backward().
+    assert "sgemm_" in symbols and "dnnl_primitive_execute" in symbols, symbols
+    assert any(x.startswith("Tensor.backward (") for x in sites_with(sites, backward)[0]["frames"])
+
+
+def test_a_python_thread_shows_its_own_frames(torch_run):
+    script, lines, sites, _, _ = torch_run
+    linear = frame("run_the_linear_layer_here", script, lines["linear"])
+    threaded = [s for s in sites_with(sites, linear) if any(x.startswith("in_a_python_thread (") for x in s["frames"])]
+    assert threaded
+    f = threaded[0]["frames"]
+    assert any(x.startswith("Thread.run (") for x in f) and not any(x.startswith("<module> (%s" % script) for x in f)
+
+
+def test_openmp_threads_name_the_python_code_that_started_them(torch_run):
+    script, lines, sites, _, _ = torch_run
+    started = frame("double_conv_in_openmp_threads", script, lines["openmp"])
+    gemms = [s for s in sites if s["symbol"] == "dgemm_"]
+    workers = [s for s in gemms if "(thread without Python, started from)" in s["frames"]]
+    main = [s for s in gemms if "(thread without Python, started from)" not in s["frames"]]
+    assert workers, [s["frames"][-6:] for s in gemms]
+    f = workers[0]["frames"]
+    marker = f.index("(thread without Python, started from)")
+    assert started in f[marker:]
+    assert not any(".py:" in x for x in f[:marker])  # the worker's own frames are native
+    assert main and started in main[0]["frames"]  # the thread that started the region ran its share
+
+
+def test_a_forked_child_names_its_frames(torch_run):
+    script, lines, _, child, _ = torch_run
+    assert any(any(x.startswith("in_the_forked_child (%s:" % script) for x in s["frames"]) for s in child)
+
+
+def test_text_summary_and_flame_graph_input_show_python_frames(torch_run):
+    script, lines, _, _, trace_dir = torch_run
+    text = "".join(open(p).read() for p in files(trace_dir, ".summary.txt"))
+    assert "run_the_linear_layer_here (%s:%d)" % (script, lines["linear"]) in text
+    folded = "".join(open(p).read() for p in files(trace_dir, ".folded"))
+    # Folded stacks keep the file's name and line, not its directory.
+    assert ";run_the_linear_layer_here (py_frames_torch.py:%d);" % lines["linear"] in folded
+
+
+def test_numpy_dgemm_names_its_line(tmp_path):
+    script = str(PY_PROGRAMS / "py_frames_numpy.py")
+    r, trace_dir = traced([PYTHON, script], tmp_path)
+    assert r.returncode == 0, r.stderr
+    (path,) = files(trace_dir, ".summary.json")
+    want = frame("numpy_matmul_from_here", script, marked_lines(script)["matmul"])
+    assert [s["symbol"] for s in sites_with(sites_of(path), want)] == ["cblas_dgemm"]
+
+
+def interpreters():
+    """Debian's 3.11, and 3.12/3.13 where some installation provides them."""
+    found = {"3.11": PYTHON}
+    for version in ("3.12", "3.13"):
+        candidates = [shutil.which("python" + version)] + sorted(
+            glob.glob(os.path.expanduser("~/.pyenv/versions/%s*/bin/python%s" % (version, version))))
+        for c in candidates:
+            if c and os.access(c, os.X_OK) and run([c, "-c", "pass"], preload=False).returncode == 0:
+                found[version] = c
+                break
+    return found
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_frames_on_each_cpython(version, tmp_path):
+    python = interpreters().get(version)
+    if not python:
+        pytest.skip("no CPython %s on this machine" % version)
+    script = str(PY_PROGRAMS / "py_frames_ctypes.py")
+    r, trace_dir = traced([python, script], tmp_path)
+    assert r.returncode == 0, r.stderr
+    (path,) = files(trace_dir, ".summary.json")
+    (site,) = [s for s in sites_of(path) if s["symbol"] == "cblas_dgemm"]
+    f = site["frames"]
+    lines = marked_lines(script)
+    inner = frame("dgemm_through_ctypes", script, lines["dgemm"])
+    method = frame("Outer.method_that_calls", script, lines["method"])
+    module = next(x for x in f if x.startswith("<module> (%s:" % script))
+    assert before(f, inner, method) and before(f, method, module), f
+    # In place of the interpreter's frame that ran them, between ctypes' native frames and
+    # the interpreter's entry (PyEval_EvalCode).
+    assert not any(x.startswith("_PyEval_EvalFrameDefault") for x in f), f
+    assert before(f, next(x for x in f if "_ctypes" in x), inner)
+    assert before(f, module, next(x for x in f if x.startswith("PyEval_EvalCode")))
+
+
+def test_python_frames_can_be_turned_off(tmp_path):
+    script = str(PY_PROGRAMS / "py_frames_ctypes.py")
+    r, trace_dir = traced([PYTHON, script], tmp_path, env={"SOL_TRACE_PYTHON": "0"})
+    assert r.returncode == 0, r.stderr
+    (path,) = files(trace_dir, ".summary.json")
+    for s in sites_of(path):
+        assert not any(".py:" in x for x in s["frames"]), s["frames"]
+        assert any(x.startswith("_PyEval_EvalFrameDefault") for x in s["frames"])
+
+
+def test_a_c_program_has_no_python_frames(tmp_path):
+    r, trace_dir = traced([str(PROGRAMS / "threads")], tmp_path)
+    assert r.returncode == 0, r.stderr
+    for path in files(trace_dir, ".summary.json"):
+        for s in sites_of(path):
+            assert not any(".py:" in x or "thread without Python" in x for x in s["frames"]), s["frames"]
