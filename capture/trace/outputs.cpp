@@ -337,6 +337,40 @@ std::string graph(State& s, const Merged& m, const std::vector<uint32_t>& sig_or
   return out + "}\n";
 }
 
+// The end of trace.json in the object form: the stackFrames dictionary, a tree whose nodes are
+// frames (root: the outermost), with one leaf per call site named by the site's id, which is the
+// "sf" of its events; inner nodes are "f<n>", shared by the sites that share the outer frames.
+std::string stack_frames(State& s, const Merged& m, Frames& frames) {
+  std::string out = "\n],\n\"stackFrames\": {";
+  std::map<std::pair<std::string, std::string>, std::string> inner;  // (parent, name) -> id
+  bool first = true;
+  const auto node = [&](const std::string& id, const std::string& name, const std::string& parent) {
+    out += first ? "\n  " : ",\n  ";
+    first = false;
+    json_str(out, id);
+    out += ": {\"name\": ";
+    json_str(out, name);
+    out += std::string(", \"category\": \"") + (is_python_frame(name) ? "python" : "native") + "\"";
+    if (!parent.empty()) {
+      out += ", \"parent\": ";
+      json_str(out, parent);
+    }
+    out += "}";
+  };
+  for (uint32_t id = 1; id < m.sites.size(); ++id) {
+    if (!m.sites[id].calls) continue;
+    const auto& names = frames.of(id);
+    std::string parent;
+    for (size_t i = names.size(); i-- > 1;) {
+      auto [it, added] = inner.try_emplace({parent, names[i]}, "f" + std::to_string(inner.size()));
+      if (added) node(it->second, names[i], parent);
+      parent = it->second;
+    }
+    node(std::to_string(id), names.empty() ? "(no frames)" : names[0], parent);
+  }
+  return out + "\n}\n}\n";
+}
+
 void stderr_table(State& s, const Merged& m, const std::vector<uint32_t>& sig_order) {
   if (!log::enabled(log::Level::warn)) return;
   log::write(log::Level::warn, "trace: %llu calls, %s traced; files: %s.*",
@@ -363,6 +397,8 @@ void write_outputs(State& s, const char* how) noexcept {
     const std::vector<uint32_t> sig_order = by_time(m.sigs);
     const std::vector<uint32_t> site_order = by_time(m.sites);
     Frames frames(s);
+    const std::string tail = stack_frames(s, m, frames);
+    s.json.close(tail.data(), tail.size(), kTraceHeaderObject);
     bool ok =
         write_file(s.path(".summary.json"), summary_json(s, m, sig_order, site_order, frames, how, wall));
     ok &= write_file(s.path(".summary.txt"), summary_text(s, m, sig_order, site_order, frames, wall));
@@ -371,6 +407,7 @@ void write_outputs(State& s, const char* how) noexcept {
     if (!ok) log::write(log::Level::warn, "could not write every trace file in %s", s.dir.c_str());
     stderr_table(s, m, sig_order);
   } catch (...) {
+    s.json.close("\n]\n", 3);  // the array form, without stacks (a no-op when already closed)
     log::write(log::Level::warn, "out of memory while writing the trace summaries of %s", s.tag.c_str());
   }
 }

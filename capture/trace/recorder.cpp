@@ -230,7 +230,9 @@ bool ensure_files(State& s) noexcept {
   for (const auto& a : s.argv) command += (command.empty() ? "" : " ") + a;
   char buf[4096];
   Text t(buf, sizeof buf);
-  t.lit("[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":")
+  // "[" and room for the object form's opening, written over it at exit (trace_header_*).
+  t.raw(kTraceHeaderArray, std::strlen(kTraceHeaderArray));
+  t.lit("\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":")
       .i64(s.pid)
       .lit(",\"tid\":0,\"args\":{\"name\":");
   t.json(command.size() > 3000 ? command.substr(0, 3000).c_str() : command.c_str()).lit("}}");
@@ -645,8 +647,9 @@ void Span::finish(const Node& node, const char* backend) noexcept {
       .lit(",\"ts\":")
       .usec(t0_ - s->start_mono_ns)
       .lit(",\"dur\":")
-      .usec(dur)
-      .ch('}');
+      .usec(dur);
+  if (site_) e.lit(",\"sf\":").u64(site_);  // its stack: the node of stackFrames named by the site
+  e.ch('}');
   // Into the thread's buffer, with the aggregates, under the thread's own (uncontended) lock.
   try {
     std::lock_guard<SpinLock> lock(t->mu);
@@ -688,8 +691,7 @@ void finish_process(const char* how) noexcept {
       t->out_used = 0;
     }
   }
-  s->json.close("\n]\n");
-  write_outputs(*s, how);
+  write_outputs(*s, how);  // closes trace.json too, with the stacks of its events
 }
 
 }  // namespace sol::capture::trace

@@ -167,10 +167,18 @@ struct State {
   std::string path(const char* suffix) const { return dir + "/sol-" + tag + suffix; }
 };
 
+// trace.json starts in the array form, so that a process that dies leaves a loadable prefix:
+// "[" and spaces. At exit the first bytes become the object form's opening and the file ends
+// with the stackFrames dictionary the events' "sf" refer to. Both have the same length.
+inline constexpr char kTraceHeaderArray[] = "[               ";
+inline constexpr char kTraceHeaderObject[] = "{\"traceEvents\":[";
+static_assert(sizeof kTraceHeaderArray == sizeof kTraceHeaderObject);
+
 // The recorder's state, nullptr when tracing is off.
 State* state() noexcept;
 
-// Writes summary.json, summary.txt, folded and graph.dot, and the table on stderr (outputs.cpp).
+// Closes trace.json (with its stack frames), writes summary.json, summary.txt, folded and
+// graph.dot, and the table on stderr (outputs.cpp).
 void write_outputs(State& s, const char* how) noexcept;
 
 }  // namespace sol::capture::trace

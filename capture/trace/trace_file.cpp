@@ -37,10 +37,17 @@ void TraceFile::write(const char* data, size_t len) noexcept {
   }
 }
 
-void TraceFile::close(const char* tail) noexcept {
-  write(tail, std::strlen(tail));
+void TraceFile::close(const char* tail, size_t len, const char* head) noexcept {
+  write(tail, len);
   const int fd = fd_.exchange(-1, std::memory_order_acq_rel);
-  if (fd >= 0) ::close(fd);
+  if (fd < 0) return;
+  // pwrite(2) on a file opened O_APPEND appends on Linux, whatever the offset: drop the flag first.
+  if (head && ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_APPEND) == 0) {
+    const size_t n = std::strlen(head);
+    while (::pwrite(fd, head, n, 0) < 0 && errno == EINTR) {
+    }
+  }
+  ::close(fd);
 }
 
 void TraceFile::abandon() noexcept {

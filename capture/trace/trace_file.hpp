@@ -29,8 +29,9 @@ class TraceFile {
   // Appends whole events. Thread-safe: O_APPEND makes each write land whole at the end.
   void write(const char* data, size_t len) noexcept;
 
-  // Appends `tail` and closes. Blocks written after it are dropped.
-  void close(const char* tail) noexcept;
+  // Appends `tail`, then, when `head` is given, writes it over the file's first bytes (the
+  // header reserved room for it), and closes. Blocks written after it are dropped.
+  void close(const char* tail, size_t len, const char* head = nullptr) noexcept;
 
   // In a forked child: forget the parent's file without writing to it.
   void abandon() noexcept;

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from conftest import PROGRAMS, PY_PROGRAMS, PYTHON, run
-from test_trace import files, traced
+from test_trace import files, strict_trace, traced
 
 
 def marked_lines(script):
@@ -182,3 +182,33 @@ def test_a_c_program_has_no_python_frames(tmp_path):
     for path in files(trace_dir, ".summary.json"):
         for s in sites_of(path):
             assert not any(".py:" in x or "thread without Python" in x for x in s["frames"]), s["frames"]
+
+
+def test_trace_events_carry_their_stacks(torch_run):
+    """trace.json, object form: each event's "sf" names a node of "stackFrames", a tree by
+    "parent" (Trace Event Format); walked from the leaf, a call's stack is its site's frames."""
+    trace_dir = torch_run[-1]
+    checked = 0
+    for path in files(trace_dir, ".trace.json"):
+        by_id = {s["id"]: s["frames"] for s in sites_of(path.replace(".trace.json", ".summary.json"))}
+        with open(path) as f:
+            trace = json.load(f)
+        assert set(trace) == {"traceEvents", "stackFrames"}
+        frames = trace["stackFrames"]
+        for key, node in frames.items():
+            assert isinstance(key, str) and isinstance(node["name"], str) and node["name"]
+            assert node["category"] in ("python", "native")
+            assert "parent" not in node or node["parent"] in frames
+        for e in trace["traceEvents"]:
+            if e.get("ph") != "X":
+                continue
+            assert e["sf"] == e["args"]["site"]
+            stack, node, seen = [], str(e["sf"]), set()
+            while node is not None:
+                assert node not in seen  # a tree: no cycle
+                seen.add(node)
+                stack.append(frames[node]["name"])
+                node = frames[node].get("parent")
+            assert stack == by_id[e["sf"]]
+            checked += 1
+    assert checked > 10

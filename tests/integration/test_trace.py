@@ -29,13 +29,23 @@ def independent_counts(cmd, tmp_path, cwd=None):
 
 
 def load_trace(path):
-    """Events of a trace.json; a file cut short (the process died) is completed first, as viewers do."""
+    """Events of a trace.json: the object form's traceEvents after a normal exit, else the array
+    form, completed first when cut short (the process died), as viewers do."""
     text = open(path).read()
     try:
-        return json.loads(text)
+        trace = json.loads(text)
     except json.JSONDecodeError:
         body = text.rstrip(" \n\0")
-        return json.loads(body.rstrip(",") + "]")
+        trace = json.loads(body.rstrip(",") + "]")
+    return trace["traceEvents"] if isinstance(trace, dict) else trace
+
+
+def strict_trace(path):
+    """A trace.json written by a process that ended normally: strict JSON, the object form."""
+    with open(path) as f:
+        trace = json.load(f)
+    assert isinstance(trace, dict) and isinstance(trace["stackFrames"], dict)
+    return trace["traceEvents"]
 
 
 def files(trace_dir, suffix):
@@ -123,7 +133,7 @@ def test_cnn_all_outputs_written(cnn):
     d = cnn["dir"]
     for suffix in (".trace.json", ".summary.json", ".summary.txt", ".folded", ".graph.dot"):
         assert len(files(d, suffix)) == 1, suffix
-    trace = json.load(open(files(d, ".trace.json")[0]))  # strict JSON after a normal exit
+    trace = strict_trace(files(d, ".trace.json")[0])  # strict JSON after a normal exit
     assert trace[0]["ph"] == "M" and "torch_cnn.py" in trace[0]["args"]["name"]
     folded = open(files(d, ".folded")[0]).read().splitlines()
     assert any(l.rsplit(" ", 1)[0].endswith(";sgemm_") for l in folded)  # frames may hold spaces
@@ -163,7 +173,7 @@ def test_forked_children_write_their_own_files(tmp_path):
     pids = {s["process"]["pid"] for s in summaries}
     assert len(pids) >= 3, "parent and two DataLoader workers"
     for p in files(d, ".trace.json"):
-        evs = json.load(open(p))  # every file is complete, strict JSON
+        evs = strict_trace(p)  # every file is complete, strict JSON
         pid = int(re.search(r"sol-(\d+)\.trace\.json", p).group(1))
         assert all(e["pid"] == pid for e in evs)
     for s in summaries:
@@ -218,7 +228,7 @@ def test_abnormal_exits(how, tmp_path):
     dgemm = len([e for e in evs if e["name"] == "cblas_dgemm"])
     if how == "os._exit":
         assert dgemm == 40  # every call: the _exit hook flushed the buffers and closed the file
-        json.load(open(files(d, ".trace.json")[0]))
+        strict_trace(files(d, ".trace.json")[0])
         assert summary(d)["process"]["exit"] == "_exit"
     else:
         # No chance to write the summary or flush the buffers: the file is a loadable prefix (at

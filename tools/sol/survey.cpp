@@ -277,7 +277,15 @@ ProcessData parse_trace(const std::string& text, const std::string& tag, std::ve
   const std::string_view t(text);
   size_t i = 0;
   while (i < t.size() && is_padding(t[i])) ++i;
-  if (i == t.size() || t[i] != '[') throw BadInput("not a Chrome trace (does not start with '[')");
+  if (i < t.size() && t[i] == '{') {
+    // The object form, as a process that ended normally leaves it: its events are the array of
+    // "traceEvents", which the recorder writes first; "stackFrames" follows (the summary has them).
+    const size_t key = t.find("\"traceEvents\"", i);
+    i = key == std::string_view::npos ? t.size() : t.find('[', key);
+    if (i == std::string_view::npos) i = t.size();
+  }
+  if (i == t.size() || t[i] != '[')
+    throw BadInput("not a Chrome trace (neither an array of events nor an object with traceEvents)");
   ++i;
 
   size_t bad = 0;
