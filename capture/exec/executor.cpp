@@ -500,7 +500,8 @@ const char* execute_dnn(Executor& ex, Node& node, NativeFn native) noexcept {
 }  // namespace
 
 bool start_executor(const config::Config& cfg) noexcept {
-  tracing_ = cfg.trace || !cfg.trace_log.empty();  // both look at every call
+  // Tracing, the call log and SOL_LOG=info's count per backend look at every call.
+  tracing_ = cfg.trace || !cfg.trace_log.empty() || log::enabled(log::Level::info);
   // Pure passthrough needs no executor.
   const bool only_native = cfg.backend.size() == 1 && cfg.backend[0] == "native" && cfg.routes.empty();
   if (only_native && !cfg.verify) return false;

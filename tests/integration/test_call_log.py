@@ -75,3 +75,24 @@ def test_a_log_that_cannot_be_written_gets_one_line_and_the_program_runs(tmp_pat
         assert r.returncode == 0 and "process sum" in r.stdout, r.stderr
         lines = sol_lines(r.stderr)
         assert len(lines) == 1 and "per-call log" in lines[0] and str(target) in lines[0], r.stderr
+
+
+def calls_line(stderr):
+    lines = [l for l in sol_lines(stderr) if " calls: " in l]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def test_info_ends_a_process_with_its_calls_per_backend():
+    """Without tracing, SOL_LOG=info: one line per process, every call counted, by backend."""
+    r = gemms(7, SOL_LOG="info", SOL_BACKEND="reference")
+    assert r.returncode == 0, r.stderr
+    assert calls_line(r.stderr) == "sol: 7 calls: 7 reference"
+    # Native: calls an optimized library keeps are counted too (the entry points' shortcut to
+    # native is off at info).
+    r = gemms(5, SOL_LOG="info", SOL_BACKEND="native")
+    assert calls_line(r.stderr) == "sol: 5 calls: 5 native"
+    r = gemms(4, SOL_LOG="info", SOL_BACKEND="auto")
+    assert calls_line(r.stderr) == "sol: 4 calls: 4 native"
+    # Not at the default level, and not with tracing (whose summaries count calls).
+    assert not [l for l in sol_lines(gemms(3).stderr) if " calls: " in l]
