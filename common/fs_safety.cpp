@@ -211,4 +211,33 @@ bool secure_execution() noexcept {
   return ::getauxval(AT_SECURE) != 0;
 }
 
+bool read_file(const std::string& path, size_t max_bytes, bool follow_links, std::string& text,
+               std::string& error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (follow_links ? 0 : O_NOFOLLOW));
+  if (fd < 0) {
+    error = errno == ENOENT ? "missing" : std::strerror(errno);
+    return false;
+  }
+  text.clear();
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      error = std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > max_bytes) {
+      ::close(fd);
+      error = "larger than " + std::to_string(max_bytes >> 20) + " MiB";
+      return false;
+    }
+  }
+  ::close(fd);
+  return true;
+}
+
 }  // namespace sol::fs_safety

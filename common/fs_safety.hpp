@@ -49,6 +49,13 @@ bool rename_over_own(const std::string& from, const std::string& to, std::string
 // `error` set otherwise; no temporary file is left behind.
 bool replace_file(const std::string& path, const std::string& text, std::string& error);
 
+// Reads a whole file of at most `max_bytes` into `text`. Without `follow_links` a symbolic link
+// in the last component is refused (O_NOFOLLOW): for SOL's own files, which it never creates as
+// links. false with `error` set ("missing" when it does not exist, "larger than N MiB", or the
+// system's reason).
+bool read_file(const std::string& path, size_t max_bytes, bool follow_links, std::string& text,
+               std::string& error);
+
 // Whether this is a secure-execution process (set-user-ID, set-group-ID, file capabilities:
 // the kernel's AT_SECURE), where the environment belongs to someone less privileged.
 bool secure_execution() noexcept;

@@ -10,6 +10,8 @@
 #define TOML_EXCEPTIONS 0
 #include <toml++/toml.h>
 
+#include "common/fs_safety.hpp"
+
 namespace sol::config {
 namespace {
 
@@ -205,25 +207,8 @@ class Loader {
 }  // namespace
 
 bool read_file(const std::string& path, std::string& text, std::string& error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = std::strerror(errno);
-    return false;
-  }
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      error = std::strerror(errno);
-      ::close(fd);
-      return false;
-    }
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return true;
+  // A configuration file may be a link (dotfile managers make them); its trust is checked apart.
+  return fs_safety::read_file(path, size_t{16} << 20, true, text, error);
 }
 
 void load_toml(Config& cfg, const std::string& path, const std::string& text,

@@ -169,28 +169,8 @@ std::string profile_dir(const config::Config& cfg) {
 //   row <TAB> native <TAB> key (hex) <TAB> class text <TAB> size <TAB> choice <TAB> name=gflops ...
 // The class text is for people; the key is what is read back.
 bool read_file(const std::string& path, const std::string& fingerprint, std::vector<Row>& rows, std::string& why) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    why = errno == ENOENT ? "missing" : std::strerror(errno);
-    return false;
-  }
   std::string text;
-  char buf[65536];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      why = std::strerror(errno);
-      ::close(fd);
-      return false;
-    }
-    text.append(buf, static_cast<size_t>(n));
-    if (text.size() > (64u << 20)) {
-      ::close(fd);
-      why = "larger than 64 MiB";
-      return false;
-    }
-  }
-  ::close(fd);
+  if (!fs_safety::read_file(path, size_t{64} << 20, false, text, why)) return false;
   std::istringstream in(text);
   std::string line, fp;
   if (!std::getline(in, line) || line != kMagic) {

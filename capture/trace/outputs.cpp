@@ -340,7 +340,7 @@ std::string graph(State& s, const Merged& m, const std::vector<uint32_t>& sig_or
 // The end of trace.json in the object form: the stackFrames dictionary, a tree whose nodes are
 // frames (root: the outermost), with one leaf per call site named by the site's id, which is the
 // "sf" of its events; inner nodes are "f<n>", shared by the sites that share the outer frames.
-std::string stack_frames(State& s, const Merged& m, Frames& frames) {
+std::string stack_frames(const Merged& m, Frames& frames) {
   std::string out = "\n],\n\"stackFrames\": {";
   std::map<std::pair<std::string, std::string>, std::string> inner;  // (parent, name) -> id
   bool first = true;
@@ -397,7 +397,7 @@ void write_outputs(State& s, const char* how) noexcept {
     const std::vector<uint32_t> sig_order = by_time(m.sigs);
     const std::vector<uint32_t> site_order = by_time(m.sites);
     Frames frames(s);
-    const std::string tail = stack_frames(s, m, frames);
+    const std::string tail = stack_frames(m, frames);
     s.json.close(tail.data(), tail.size(), kTraceHeaderObject);
     bool ok =
         write_file(s.path(".summary.json"), summary_json(s, m, sig_order, site_order, frames, how, wall));
