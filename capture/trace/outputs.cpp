@@ -122,6 +122,7 @@ class Frames {
     if (it == names_.end()) it = names_.emplace(ip, describe_frame(ip)).first;
     return it->second;
   }
+  size_t count() const noexcept { return names_.size(); }
 
  private:
   std::unordered_map<uintptr_t, std::string> names_;
@@ -297,7 +298,8 @@ void stderr_table(State& s, const Merged& m, const std::vector<uint32_t>& sig_or
 
 void write_outputs(State& s, const char* how) noexcept {
   try {
-    const uint64_t wall = monotonic_ns() - s.start_mono_ns;
+    const uint64_t begin = monotonic_ns();
+    const uint64_t wall = begin - s.start_mono_ns;
     const Merged m = merge(s);
     const std::vector<uint32_t> sig_order = by_time(m.sigs);
     const std::vector<uint32_t> site_order = by_time(m.sites);
@@ -308,6 +310,8 @@ void write_outputs(State& s, const char* how) noexcept {
     ok &= write_file(s.path(".folded"), folded(s, m, site_order, frames));
     ok &= write_file(s.path(".graph.dot"), graph(s, m, sig_order));
     if (!ok) log::write(log::Level::warn, "could not write every trace file in %s", s.dir.c_str());
+    SOL_LOG(debug, "trace: %s's summaries written in %s, %zu frames named", s.tag.c_str(),
+            human_ns(monotonic_ns() - begin).c_str(), frames.count());
     stderr_table(s, m, sig_order);
   } catch (...) {
     log::write(log::Level::warn, "out of memory while writing the trace summaries of %s", s.tag.c_str());
