@@ -9,11 +9,13 @@
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "capture/trace/state.hpp"
+#include "capture/trace/symbolize.hpp"
 #include "common/fs_safety.hpp"
 #include "common/human.hpp"
 #include "common/log.hpp"
@@ -115,17 +117,23 @@ std::vector<uint32_t> by_time(const std::vector<Stats>& stats) {
   return ids;
 }
 
+// Each return address named once; libdw is opened (and the process's mappings read) only when
+// there is a stack to name.
 class Frames {
  public:
   const std::string& name(uintptr_t ip) {
     auto it = names_.find(ip);
-    if (it == names_.end()) it = names_.emplace(ip, describe_frame(ip)).first;
+    if (it == names_.end()) {
+      if (!symbolizer_) symbolizer_.emplace();
+      it = names_.emplace(ip, symbolizer_->describe(ip)).first;
+    }
     return it->second;
   }
   size_t count() const noexcept { return names_.size(); }
 
  private:
   std::unordered_map<uintptr_t, std::string> names_;
+  std::optional<Symbolizer> symbolizer_;
 };
 
 std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>& sig_order,
