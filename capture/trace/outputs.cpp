@@ -121,18 +121,24 @@ std::vector<uint32_t> by_time(const std::vector<Stats>& stats) {
 // there is a stack to name.
 class Frames {
  public:
-  const std::string& name(uintptr_t ip) {
-    auto it = names_.find(ip);
-    if (it == names_.end()) {
+  const std::string& name(uintptr_t ip) { return of(ip).name; }
+  // "file:line", or "" without DWARF line information.
+  const std::string& source(uintptr_t ip) { return of(ip).source; }
+  size_t count() const noexcept { return frames_.size(); }
+
+ private:
+  struct Frame {
+    std::string name, source;
+  };
+  const Frame& of(uintptr_t ip) {
+    auto it = frames_.find(ip);
+    if (it == frames_.end()) {
       if (!symbolizer_) symbolizer_.emplace();
-      it = names_.emplace(ip, symbolizer_->describe(ip)).first;
+      it = frames_.emplace(ip, Frame{symbolizer_->describe(ip), symbolizer_->source(ip)}).first;
     }
     return it->second;
   }
-  size_t count() const noexcept { return names_.size(); }
-
- private:
-  std::unordered_map<uintptr_t, std::string> names_;
+  std::unordered_map<uintptr_t, Frame> frames_;
   std::optional<Symbolizer> symbolizer_;
 };
 
@@ -194,6 +200,15 @@ std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>&
     for (size_t i = 0; i < site.ips.size(); ++i) {
       if (i) out += ", ";
       json_str(out, frames.name(site.ips[i]));
+    }
+    out += "], \"sources\": [";
+    for (size_t i = 0; i < site.ips.size(); ++i) {
+      if (i) out += ", ";
+      const std::string& source = frames.source(site.ips[i]);
+      if (source.empty())
+        out += "null";
+      else
+        json_str(out, source);
     }
     out += "]}";
   }

@@ -55,6 +55,8 @@ struct Libdw {
   decltype(&dwfl_module_info) module_info = nullptr;
   decltype(&dwfl_module_getsymtab) getsymtab = nullptr;
   decltype(&dwfl_module_getsym_info) getsym_info = nullptr;
+  decltype(&dwfl_module_getsrc) getsrc = nullptr;
+  decltype(&dwfl_lineinfo) lineinfo = nullptr;
   decltype(&dwfl_errmsg) errmsg = nullptr;
   decltype(&dwfl_linux_proc_find_elf) find_elf = nullptr;
   decltype(&dwfl_build_id_find_debuginfo) build_id_find = nullptr;
@@ -87,8 +89,9 @@ bool load_libdw(const char* name, std::string& why) {
       resolve(lib, "dwfl_report_end", dw.report_end) && resolve(lib, "dwfl_addrmodule", dw.addrmodule) &&
       resolve(lib, "dwfl_module_info", dw.module_info) &&
       resolve(lib, "dwfl_module_getsymtab", dw.getsymtab) &&
-      resolve(lib, "dwfl_module_getsym_info", dw.getsym_info) && resolve(lib, "dwfl_errmsg", dw.errmsg) &&
-      resolve(lib, "dwfl_linux_proc_find_elf", dw.find_elf) &&
+      resolve(lib, "dwfl_module_getsym_info", dw.getsym_info) &&
+      resolve(lib, "dwfl_module_getsrc", dw.getsrc) && resolve(lib, "dwfl_lineinfo", dw.lineinfo) &&
+      resolve(lib, "dwfl_errmsg", dw.errmsg) && resolve(lib, "dwfl_linux_proc_find_elf", dw.find_elf) &&
       resolve(lib, "dwfl_build_id_find_debuginfo", dw.build_id_find) &&
       resolve(lib, "dwfl_standard_find_debuginfo", dw.standard_find);
   if (!ok) {
@@ -219,6 +222,16 @@ const char* Symbolizer::function_at(uintptr_t at, bool& known) {
   return nullptr;
 }
 
+std::string Symbolizer::source(uintptr_t ip) {
+  Dwfl_Module* mod = module_of(dwfl_, ip - 1);
+  Dwfl_Line* line = mod ? g_dw.getsrc(mod, ip - 1) : nullptr;
+  if (!line) return "";
+  int lineno = 0;
+  const char* file = g_dw.lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);
+  if (!file || lineno <= 0) return "";
+  return std::string(file) + ":" + std::to_string(lineno);
+}
+
 #else  // built without elfutils' headers: dladdr's names only
 
 Symbolizer::Symbolizer(const char*) noexcept {}
@@ -226,6 +239,9 @@ Symbolizer::~Symbolizer() = default;
 const char* Symbolizer::function_at(uintptr_t, bool& known) {
   known = false;
   return nullptr;
+}
+std::string Symbolizer::source(uintptr_t) {
+  return "";
 }
 #endif
 

@@ -28,6 +28,9 @@ class Symbolizer {
   // instruction after it.
   std::string describe(uintptr_t ip);
 
+  // "file:line" of the call when the object has DWARF line information, else "".
+  std::string source(uintptr_t ip);
+
  private:
   // A function of a module's symbol tables: [lo, hi) in this process, the name in libdw's memory.
   struct Function {

@@ -1,7 +1,7 @@
 """Names of stack frames that no dynamic symbol covers: a program's static and hidden functions,
 named from its .symtab, from MiniDebugInfo (.gnu_debugdata) once stripped, and from a separate
-debug file found by .gnu_debuglink (capture/trace/symbolize.cpp, through libdw); without libdw,
-dladdr's names and one line."""
+debug file found by .gnu_debuglink (capture/trace/symbolize.cpp, through libdw), with the calls'
+file:line where DWARF has them; without libdw, dladdr's names and one line."""
 import ctypes
 import shutil
 import socket
@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import LIBSOL, PROGRAMS, run, sol_lines
+from conftest import LIBSOL, PROGRAMS, SOURCE, run, sol_lines
 from test_trace import summary, traced
 
 PROGRAM = PROGRAMS / "static_caller"
@@ -52,6 +52,7 @@ def gemm_site(program, tmp_path, env=None):
     assert r.returncode == 0, r.stderr
     assert r.stdout == plain.stdout
     (site,) = [s for s in summary(trace_dir)["sites"] if s["symbol"] == "sgemm_"]
+    assert len(site["sources"]) == len(site["frames"])
     return site, r.stderr
 
 
@@ -59,6 +60,14 @@ def gemm_frames(program, tmp_path, env=None):
     """The frames of the traced program's sgemm_ site, innermost first."""
     site, stderr = gemm_site(program, tmp_path, env)
     return site["frames"], stderr
+
+
+def call_lines():
+    """Where static_caller.c calls sgemm_ and sol_static_gemm: the lines its frames' sources name."""
+    text = (SOURCE / "tests" / "programs" / "static_caller.c").read_text().splitlines()
+    gemm = next(i for i, l in enumerate(text, 1) if "sgemm_(\"N\"" in l)
+    static = next(i for i, l in enumerate(text, 1) if "return sol_static_gemm(n)" in l)
+    return [f"static_caller.c:{gemm}", f"static_caller.c:{static}"]
 
 
 def assert_named(frames, object_name):
@@ -74,6 +83,8 @@ def test_static_functions_are_named_from_symtab(tmp_path, libdw):
     site, stderr = gemm_site(PROGRAM, tmp_path)
     assert_named(site["frames"], "static_caller")
     assert not [l for l in sol_lines(stderr) if "exported names only" in l]
+    # Built with -g: the DWARF line table gives each frame's call.
+    assert [s.rsplit("/", 1)[-1] for s in site["sources"][:2]] == call_lines(), site["sources"]
 
 
 def stripped_copy(tmp_path, name):
@@ -101,6 +112,7 @@ def test_minidebuginfo_names_a_stripped_program(tmp_path, libdw):
     tool("objcopy", f"--add-section=.gnu_debugdata={work / 'mini_debuginfo.xz'}", str(program))
     site, _ = gemm_site(program, tmp_path)
     assert_named(site["frames"], "static_caller_mini")
+    assert site["sources"][:3] == [None, None, None]  # names only: no DWARF in MiniDebugInfo
 
 
 def test_debuglink_names_a_stripped_program(tmp_path, libdw):
@@ -112,6 +124,7 @@ def test_debuglink_names_a_stripped_program(tmp_path, libdw):
     tool("objcopy", f"--add-gnu-debuglink={debug.name}", str(program), cwd=tmp_path)
     site, _ = gemm_site(program, tmp_path, env={"DEBUGINFOD_URLS": ""})
     assert_named(site["frames"], "static_caller_linked")
+    assert [s.rsplit("/", 1)[-1] for s in site["sources"][:2]] == call_lines(), site["sources"]
 
 
 def test_stripped_program_keeps_locations_and_asks_no_debuginfod_server(tmp_path, libdw):
@@ -135,6 +148,7 @@ def test_without_libdw_frames_keep_dladdr_names_and_one_line(tmp_path):
     hide = str(PROGRAMS / "libhide_libdw.so")
     site, stderr = gemm_site(PROGRAM, tmp_path, env={"LD_PRELOAD": f"{LIBSOL}:{hide}"})
     frames = site["frames"]
+    assert site["sources"] == [None] * len(frames)
     own = [f for f in frames if "static_caller+0x" in f]
     assert len(own) >= 3 and all(f.startswith("static_caller+0x") for f in own), frames
     # libc's exported start-up function still has its name.
