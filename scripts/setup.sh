@@ -6,12 +6,14 @@ set -euo pipefail
 PACKAGES=(
   # build
   cmake ninja-build g++ pkg-config python3 binutils
-  libtomlplusplus-dev nlohmann-json3-dev libunwind-dev libcli11-dev
+  libtomlplusplus-dev nlohmann-json3-dev libunwind-dev libcli11-dev libdw-dev
   # the libraries SOL intercepts and the backends it drives
   libblas-dev libopenblas-dev libdnnl-dev
   ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd clinfo
   # tests: the reference BLAS test programs, GoogleTest, real NumPy and PyTorch
   libblas-test libgtest-dev python3-pytest python3-numpy python3-torch
+  # tests: MiniDebugInfo sections are made with xz (test_frame_names.py)
+  xz-utils
   # benchmarks compare against these
   ltrace
 )

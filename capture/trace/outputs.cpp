@@ -9,11 +9,13 @@
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "capture/trace/state.hpp"
+#include "capture/trace/symbolize.hpp"
 #include "common/fs_safety.hpp"
 #include "common/human.hpp"
 #include "common/log.hpp"
@@ -115,64 +117,82 @@ std::vector<uint32_t> by_time(const std::vector<Stats>& stats) {
   return ids;
 }
 
-// The frames of each site by name, innermost first: native frames named now, with the site's
-// Python frames in place of the interpreter's evaluation frames that ran them (as py-spy --native
-// shows them).
+// The frames of each site, innermost first: native frames named once per return address (libdw
+// is opened, and the process's mappings read, only when there is a stack to name), with the
+// site's Python frames in place of the interpreter's evaluation frames that ran them (as py-spy
+// --native shows them). `sources`, beside the names: a native frame's "file:line" where DWARF
+// line information has it, else "" (a Python frame's line is in its name).
 class Frames {
  public:
   explicit Frames(const State& s) : s_(s) {}
 
-  const std::vector<std::string>& of(uint32_t id) {
+  struct Stack {
+    std::vector<std::string> names, sources;
+  };
+  const Stack& of(uint32_t id) {
     auto it = sites_.find(id);
     if (it == sites_.end()) it = sites_.emplace(id, merge(s_.sites[id])).first;
     return it->second;
   }
+  // Distinct return addresses named.
+  size_t count() const noexcept { return frames_.size(); }
 
  private:
-  const std::string& name(uintptr_t ip) {
-    auto it = names_.find(ip);
-    if (it == names_.end()) it = names_.emplace(ip, describe_frame(ip)).first;
+  struct Frame {
+    std::string name, source;
+  };
+  const Frame& frame(uintptr_t ip) {
+    auto it = frames_.find(ip);
+    if (it == frames_.end()) {
+      if (!symbolizer_) symbolizer_.emplace();
+      it = frames_.emplace(ip, Frame{symbolizer_->describe(ip), symbolizer_->source(ip)}).first;
+    }
     return it->second;
   }
 
-  std::vector<std::string> merge(const Site& site) {
-    std::vector<std::string> out;
+  Stack merge(const Site& site) {
+    Stack out;
+    const auto add = [&](const std::string& name, const std::string& source) {
+      out.names.push_back(name);
+      out.sources.push_back(source);
+    };
     size_t py = 0;  // the next Python frame to place
     // Python frames up to and including the next evaluation's first one: what one
     // _PyEval_EvalFrameDefault ran.
     const auto place_evaluation = [&] {
       while (py < site.py.size()) {
-        out.push_back(site.py[py]);
+        add(site.py[py], "");
         if (site.py_entry[py++]) break;
       }
     };
     for (uintptr_t ip : site.ips) {
-      const std::string& n = name(ip);
-      if (py < site.py.size() && n.rfind("_PyEval_EvalFrameDefault", 0) == 0)
+      const Frame& f = frame(ip);
+      if (py < site.py.size() && f.name.rfind("_PyEval_EvalFrameDefault", 0) == 0)
         place_evaluation();
       else
-        out.push_back(n);
+        add(f.name, f.source);
     }
     if (py < site.py.size()) {
       // The native stack was cut at trace.depth before the interpreter's frames.
-      if (site.ips.size() >= static_cast<size_t>(s_.depth)) out.push_back("...");
+      if (site.ips.size() >= static_cast<size_t>(s_.depth)) add("...", "");
       while (py < site.py.size()) place_evaluation();
     }
     if (site.python == Site::Python::no_thread) {
       // The thread's own frames end at its start routine; then where it was started from.
       if (!site.origin) {
-        out.push_back("(thread without Python)");
+        add("(thread without Python)", "");
       } else {
-        out.push_back("(thread without Python, started from)");
-        out.insert(out.end(), site.origin->frames.begin(), site.origin->frames.end());
+        add("(thread without Python, started from)", "");
+        for (const auto& f : site.origin->frames) add(f, "");
       }
     }
     return out;
   }
 
   const State& s_;
-  std::unordered_map<uintptr_t, std::string> names_;
-  std::unordered_map<uint32_t, std::vector<std::string>> sites_;
+  std::unordered_map<uintptr_t, Frame> frames_;
+  std::optional<Symbolizer> symbolizer_;
+  std::unordered_map<uint32_t, Stack> sites_;
 };
 
 std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>& sig_order,
@@ -230,10 +250,19 @@ std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>&
     json_str(out, id ? symbol_name(site.sym) : "");
     out += ", \"calls\": " + u64s(m.sites[id].calls) + ", \"total_ns\": " + u64s(m.sites[id].total_ns) +
            ", \"frames\": [";
-    const auto& names = frames.of(id);
-    for (size_t i = 0; i < names.size(); ++i) {
+    const Frames::Stack& stack = frames.of(id);
+    for (size_t i = 0; i < stack.names.size(); ++i) {
       if (i) out += ", ";
-      json_str(out, names[i]);
+      json_str(out, stack.names[i]);
+    }
+    out += "], \"sources\": [";
+    for (size_t i = 0; i < stack.sources.size(); ++i) {
+      if (i) out += ", ";
+      const std::string& source = stack.sources[i];
+      if (source.empty())
+        out += "null";
+      else
+        json_str(out, source);
     }
     out += "]}";
   }
@@ -276,7 +305,7 @@ std::string summary_text(State& s, const Merged& m, const std::vector<uint32_t>&
       out += line;
       // The innermost frames, then the Python ones (the lines of the program that led here) with
       // the native frames between them counted.
-      const auto& names = frames.of(id);
+      const auto& names = frames.of(id).names;
       size_t skipped = 0;
       for (size_t i = 0; i < names.size(); ++i) {
         if (i >= 6 && !is_python_frame(names[i])) {
@@ -297,7 +326,7 @@ std::string folded(State& s, const Merged& m, const std::vector<uint32_t>& site_
   std::string out;
   for (uint32_t id : site_order) {
     const Site& site = s.sites[id];
-    const auto& names = frames.of(id);
+    const auto& names = frames.of(id).names;
     for (size_t i = names.size(); i-- > 0;) {
       std::string f = short_frame(names[i]);
       std::replace(f.begin(), f.end(), ';', ':');  // ';' separates frames
@@ -359,7 +388,7 @@ std::string stack_frames(const Merged& m, Frames& frames) {
   };
   for (uint32_t id = 1; id < m.sites.size(); ++id) {
     if (!m.sites[id].calls) continue;
-    const auto& names = frames.of(id);
+    const auto& names = frames.of(id).names;
     std::string parent;
     for (size_t i = names.size(); i-- > 1;) {
       auto [it, added] = inner.try_emplace({parent, names[i]}, "f" + std::to_string(inner.size()));
@@ -392,7 +421,8 @@ void stderr_table(State& s, const Merged& m, const std::vector<uint32_t>& sig_or
 
 void write_outputs(State& s, const char* how) noexcept {
   try {
-    const uint64_t wall = monotonic_ns() - s.start_mono_ns;
+    const uint64_t begin = monotonic_ns();
+    const uint64_t wall = begin - s.start_mono_ns;
     const Merged m = merge(s);
     const std::vector<uint32_t> sig_order = by_time(m.sigs);
     const std::vector<uint32_t> site_order = by_time(m.sites);
@@ -405,6 +435,8 @@ void write_outputs(State& s, const char* how) noexcept {
     ok &= write_file(s.path(".folded"), folded(s, m, site_order, frames));
     ok &= write_file(s.path(".graph.dot"), graph(s, m, sig_order));
     if (!ok) log::write(log::Level::warn, "could not write every trace file in %s", s.dir.c_str());
+    SOL_LOG(debug, "trace: %s's summaries written in %s, %zu frames named", s.tag.c_str(),
+            human_ns(monotonic_ns() - begin).c_str(), frames.count());
     stderr_table(s, m, sig_order);
   } catch (...) {
     s.json.close("\n]\n", 3);  // the array form, without stacks (a no-op when already closed)

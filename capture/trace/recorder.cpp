@@ -277,7 +277,9 @@ uint32_t site_id(State& s, ThreadState& t, Sym sym, const uintptr_t* ips, int n)
     std::lock_guard<std::mutex> lock(s.mu);
     auto [it, added] = s.site_index.try_emplace(h, static_cast<uint32_t>(s.sites.size()));
     if (added) {
-      s.sites.push_back(Site{sym, std::vector<uintptr_t>(ips, ips + n)});
+      Site& site = s.sites.emplace_back();
+      site.sym = sym;
+      site.ips.assign(ips, ips + n);
       if (s.want_python) look_for_python(s);
     }
     id = it->second;

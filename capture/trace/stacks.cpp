@@ -1,15 +1,11 @@
 #include "capture/trace/stacks.hpp"
 
-#include <cxxabi.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cctype>
-#include <cstring>
 
 namespace sol::capture::trace {
 namespace {
@@ -44,7 +40,7 @@ bool Unwinder::load(std::string& why) noexcept {
   // libsol's own code: the frames to skip at the top of every stack.
   Dl_info self{};
   link_map* map = nullptr;
-  dladdr1(reinterpret_cast<const void*>(&describe_frame), &self, reinterpret_cast<void**>(&map),
+  dladdr1(reinterpret_cast<const void*>(&Unwinder::stack_top), &self, reinterpret_cast<void**>(&map),
           RTLD_DL_LINKMAP);
   Range range;
   range.bias = map ? map->l_addr : 0;
@@ -147,27 +143,6 @@ void StackCache::add(uint32_t sym, uintptr_t slot, const uintptr_t* ips, const u
   e.site = site;
   e.ips.assign(ips, ips + n);
   e.slots.assign(slots, slots + n);
-}
-
-std::string describe_frame(uintptr_t ip) {
-  Dl_info info{};
-  const uintptr_t at = ip - 1;
-  char where[64] = "?";
-  std::string object = "?";
-  if (dladdr(reinterpret_cast<const void*>(at), &info) && info.dli_fname) {
-    const char* slash = std::strrchr(info.dli_fname, '/');
-    object = slash ? slash + 1 : info.dli_fname;
-    if (object.empty()) object = "main";
-    std::snprintf(where, sizeof where, "+0x%lx",
-                  static_cast<unsigned long>(at - reinterpret_cast<uintptr_t>(info.dli_fbase)));
-  }
-  const std::string location = object + where;
-  if (!info.dli_sname) return location;
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
-  std::string name = status == 0 && demangled ? demangled : info.dli_sname;
-  std::free(demangled);
-  return name + " (" + location + ")";
 }
 
 bool is_python_frame(const std::string& frame) {

@@ -1,5 +1,6 @@
 // Call stacks for the trace: raw return addresses on the per-call path (libunwind's
-// unw_backtrace with its per-thread cache), names only when the files are written at exit.
+// unw_backtrace with its per-thread cache), names only when the files are written at exit
+// (symbolize.hpp).
 #pragma once
 
 #include <cstdint>
@@ -66,10 +67,6 @@ class StackCache {
   std::vector<Entry> entries_ = std::vector<Entry>(kSets * kWays);
   std::vector<uint8_t> next_ = std::vector<uint8_t>(kSets);  // round-robin victim per set
 };
-
-// "function (object+0xoffset)" for a return address, or "object+0xoffset" when the address has no
-// dynamic symbol. C++ names are demangled. Looks up `ip - 1`: the call, not the next instruction.
-std::string describe_frame(uintptr_t ip);
 
 // The name a flame graph shows: the function without its parameter list, or object+0xoffset;
 // for a Python frame, "qualname (file.py:line)" with the file's directory left out.
