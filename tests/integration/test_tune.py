@@ -273,6 +273,11 @@ def test_misdetected_openblas_is_reported_once_and_routed_around(cache):
     assert got, dbg.stderr
     for rates, choice in got.values():
         assert choice != "native", rates
+    # A candidate measured 1.5x ahead of native is not tried in use (its lead only grows there).
+    for _, tried_cls, _, _, _ in trials(dbg.stderr):
+        for (cls, _), (rates, _) in got.items():
+            if cls == tried_cls:
+                assert max(v for k, v in rates.items() if k != "native") < 1.5 * rates["native"], rates
     # Without the misdetection, the same machine has nothing to say.
     quiet = auto(cache, "measured_calls", 512, SOL_LOG="warn")
     assert not [l for l in warnings(quiet.stderr) if "OPENBLAS_CORETYPE" in l], quiet.stderr
