@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "backends/opencl/clblast_programs.hpp"
 #include "backends/opencl/transfer.hpp"
 #include "capture/blas/blas.hpp"
 #include "common/log.hpp"
@@ -39,6 +40,9 @@ inline constexpr bool kSingle = std::is_same_v<RealOf<E>, float>;
 // CLBlast's scalar arguments: the element type, or cl_float2 / cl_double2 for complex.
 template <class E>
 using ClScalar = std::conditional_t<kComplex<E>, std::conditional_t<kSingle<E>, cl_float2, cl_double2>, E>;
+// The precision's letter in BLAS names.
+template <class E>
+inline constexpr char kPrecLetter = kComplex<E> ? (kSingle<E> ? 'c' : 'z') : (kSingle<E> ? 's' : 'd');
 // Our kernels' program for E.
 template <class E>
 inline constexpr Prec kPrec = kComplex<E> ? (kSingle<E> ? Prec::c : Prec::z)
@@ -697,6 +701,7 @@ Reason run_level1(Device& dev, Node& node) {
 
 template <class E>
 Reason run_typed(Device& dev, Node& node) {
+  const clblast_programs::Routine routine(kPrecLetter<E>, capture::op_name(node.op));
   const char* family = capture::op_family(node.op);
   if (family[4] == '3') return run_level3<E>(dev, node);
   if (family[4] == '2') return run_level2<E>(dev, node);
