@@ -2,6 +2,8 @@
 // the one queue of the chosen device.
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,12 +11,14 @@
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <mutex>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/opencl/blas.hpp"
@@ -141,6 +145,176 @@ bool test_forces_accelerator() noexcept {
   return v && std::strcmp(v, "1") == 0;
 }
 
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Opens the device the configuration names and records in the inventory whether it is an
+// accelerator (see accelerator_hint()).
+bool open_device(const config::Config& cfg, std::unique_ptr<Device>& out, std::string& why) {
+  auto device = std::make_unique<Device>();
+  const bool ok = device->open(cfg, why);
+  Inventory(cfg).write(ok && device->is_accelerator());
+  if (ok) out = std::move(device);
+  return ok;
+}
+
+// The device's start-up (libraries, platform, context, queue, and CLBlast's GEMM programs from the
+// disk cache), begun by prepare() on a thread of its own so that the first call waits for what is
+// left of it, not for all of it: about 60 ms of loading the ICD and LLVM on pocl, which a Python
+// program spends importing its modules instead. Whoever comes first does it: the thread, or the
+// first call when the thread has not begun (a program calling BLAS at once).
+//
+// The thread must never hurt the program:
+// - it waits kDelay before it begins, so that a short process (a shell command run under
+//   `sol run --backend opencl`) exits before anything is loaded; it blocks asynchronous signals,
+//   which stay with the program's threads (the driver's threads it starts inherit that mask);
+// - exit() from the main thread waits for the step under way and stops the rest (a thread-local
+//   destructor of the main thread: those run before any atexit handler or library destructor,
+//   which would otherwise tear the driver down under the thread's feet);
+// - fork() waits until the start-up is done (bounded): a child gets all of it or none of it. All of
+//   it is the parent's OpenCL state, which does not survive fork: init() in the child declines,
+//   as run() already does once the parent initialised. None of it: the child may start its own.
+// Its outcome, failures included, is reported by init() exactly as an inline start-up would be.
+struct Startup {
+  enum class State : uint8_t { waiting, running, done, abandoned };
+  static constexpr std::chrono::milliseconds kDelay{10};
+
+  explicit Startup(const config::Config& c) : cfg(c) {}
+
+  // Runs the start-up unless someone else has; true if this call ran it.
+  bool run(bool background) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (state != State::waiting || (background && stop.load(std::memory_order_relaxed))) return false;
+    state = State::running;
+    runner = ::getpid();
+    lock.unlock();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::unique_ptr<Device> dev;
+    std::string reason;
+    int loaded = 0;
+    bool opened = false;
+    try {
+      opened = open_device(cfg, dev, reason);
+      // Only the thread warms up: a first call that starts the device itself needs its own
+      // program, not every precision's.
+      if (opened && background && !stop.load(std::memory_order_relaxed)) {
+        const int before = ProgramCache::totals().loaded;
+        blas_warm_up(*dev, stop);
+        loaded = ProgramCache::totals().loaded - before;
+      }
+    } catch (const std::bad_alloc&) {
+      opened = false;
+      reason = "out of memory while initialising";
+    } catch (...) {
+      opened = false;
+      reason = "unexpected error while initialising";
+    }
+    if (background && opened)
+      SOL_LOG(debug, "opencl: device started ahead of the first call in %.1f ms (%d programs from the cache)",
+              ms_since(t0), loaded);
+    lock.lock();
+    ok = opened;
+    device = std::move(dev);
+    why = std::move(reason);
+    state = State::done;
+    cv.notify_all();
+    return true;
+  }
+
+  // The started device for init(), starting it here if nobody has.
+  bool take(std::unique_ptr<Device>& out, std::string& reason) {
+    if (run(false)) {
+      std::lock_guard<std::mutex> lock(mu);
+      return hand_over(out, reason);
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [this] { return state == State::done || state == State::abandoned; });
+    return hand_over(out, reason);
+  }
+
+  // At exit: no new step, and the one under way finished before the program's exit handlers run.
+  void stop_and_wait() {
+    stop.store(true, std::memory_order_relaxed);
+    std::unique_lock<std::mutex> lock(mu);
+    cv.notify_all();
+    if (state == State::running && runner == ::getpid())
+      cv.wait_for(lock, std::chrono::seconds(5), [this] { return state != State::running; });
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  State state = State::waiting;
+  std::atomic<bool> stop{false};
+  pid_t runner = 0;
+  const config::Config cfg;
+  std::unique_ptr<Device> device;
+  std::string why;
+  bool ok = false;
+
+ private:
+  bool hand_over(std::unique_ptr<Device>& out, std::string& reason) {
+    if (state == State::abandoned) {
+      reason = "this process was forked while its parent started the OpenCL device (OpenCL state does not survive fork)";
+      return false;
+    }
+    if (runner != ::getpid()) {
+      reason = "the OpenCL device was started before this process was forked (OpenCL state does not survive fork)";
+      return false;
+    }
+    if (!ok) {
+      reason = why;
+      return false;
+    }
+    out = std::move(device);
+    return out != nullptr;
+  }
+};
+
+// The process's start-up (one per process: the executor prepares its backends once), never freed:
+// the thread, the fork handlers and the exit guard all refer to it.
+Startup* g_startup = nullptr;
+
+// Fork: see Startup. The wait is bounded because a thread that forks from inside dlopen (a library
+// constructor) would hold the loader's lock that the start-up needs; the child then declines.
+void before_fork() {
+  if (!g_startup) return;
+  std::unique_lock<std::mutex> lock(g_startup->mu);
+  if (g_startup->state == Startup::State::running && g_startup->runner == ::getpid())
+    g_startup->cv.wait_for(lock, std::chrono::seconds(2),
+                           [] { return g_startup->state != Startup::State::running; });
+  lock.release();  // held across fork(), so that the child sees a consistent state
+}
+void after_fork_parent() {
+  if (g_startup) g_startup->mu.unlock();
+}
+void after_fork_child() {
+  if (!g_startup) return;
+  new (&g_startup->mu) std::mutex;
+  new (&g_startup->cv) std::condition_variable;
+  // No thread runs it here: a start-up under way in the parent is lost to the child.
+  if (g_startup->state == Startup::State::running) g_startup->state = Startup::State::abandoned;
+}
+
+// Destroyed when the main thread ends, by exit() or a return from main(), before anything else.
+struct ExitGuard {
+  bool armed = false;
+  ~ExitGuard() {
+    if (armed && g_startup) g_startup->stop_and_wait();
+  }
+};
+thread_local ExitGuard t_exit_guard;
+
+// The thread's body: after kDelay, unless exit() or a first call came first.
+void startup_thread(Startup* s) {
+  {
+    std::unique_lock<std::mutex> lock(s->mu);
+    s->cv.wait_for(lock, Startup::kDelay,
+                   [s] { return s->state != Startup::State::waiting || s->stop.load(std::memory_order_relaxed); });
+  }
+  s->run(true);
+}
+
 class OpenclBackend final : public hal::Backend {
  public:
   const char* name() const noexcept override { return "opencl"; }
@@ -163,13 +337,33 @@ class OpenclBackend final : public hal::Backend {
     return Hint::unknown;
   }
 
+  // Starts the device on a thread of its own (see Startup): only in the main thread, whose exit
+  // waits for it, and once per process.
+  void prepare(const config::Config& cfg) noexcept override {
+    if (startup_ || g_startup || ::getpid() != static_cast<pid_t>(::gettid())) return;
+    try {
+      startup_ = g_startup = new Startup(cfg);
+      t_exit_guard.armed = true;  // its first use registers its destructor with the main thread
+      pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+      // Asynchronous signals stay with the program's threads; faults are the thread's own.
+      sigset_t all, saved;
+      sigfillset(&all);
+      for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&all, sig);
+      pthread_sigmask(SIG_SETMASK, &all, &saved);
+      try {
+        std::thread(startup_thread, startup_).detach();
+      } catch (...) {  // no thread: the first call starts the device, as without prepare()
+      }
+      pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+    } catch (...) {  // out of memory: no start-up ahead of the first call
+    }
+  }
+
   bool init(const config::Config& cfg, std::string& why) noexcept override {
     try {
-      auto device = std::make_unique<Device>();
-      const bool ok = device->open(cfg, why);
+      std::unique_ptr<Device> device;
+      if (startup_ ? !startup_->take(device, why) : !open_device(cfg, device, why)) return false;
       const Inventory inventory(cfg);
-      inventory.write(ok && device->is_accelerator());
-      if (!ok) return false;
       // Everything the measured costs depend on: the device and its driver, the installed ICDs
       // and the selection, and the CLBlast library whose GEMM is timed.
       const std::string cost_key =
@@ -321,6 +515,7 @@ class OpenclBackend final : public hal::Backend {
               device_->description().c_str(), why);
   }
 
+  Startup* startup_ = nullptr;  // prepare()'s, when it started one
   std::unique_ptr<Device> device_;
   std::unique_ptr<Dnn> dnn_;
   std::unique_ptr<ClMemory> memory_;
