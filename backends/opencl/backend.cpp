@@ -1,6 +1,7 @@
 // hal::Backend for OpenCL: lazy initialisation, capability checks, and serialised execution on
 // the one queue of the chosen device.
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -159,26 +160,47 @@ bool open_device(const config::Config& cfg, std::unique_ptr<Device>& out, std::s
   return ok;
 }
 
+// Whether a library whose calls SOL intercepts (BLAS, CBLAS, oneDNN) is loaded: the sign that a
+// first call may come. A program linked to one has it from the start, a Python program once it
+// imports NumPy or PyTorch; a compiler or a linker never (pocl runs `ld`, which inherits
+// LD_PRELOAD). Looks at the global scope, then at the objects loaded since the last look (`seen`
+// of them), by path: extension modules keep their libraries in local scopes.
+bool intercepted_library_loaded(size_t& seen) {
+  static const char* const kSymbols[] = {"sgemm_", "cblas_sgemm", "dnnl_primitive_execute"};
+  if (seen == 0)
+    for (const char* name : kSymbols)
+      if (void* p = dlsym(RTLD_NEXT, name); p && !in_libsol(p)) return true;
+  const std::vector<std::string> paths = loaded_objects();
+  bool found = false;
+  for (size_t i = seen; i < paths.size() && !found; ++i)
+    for (const char* name : kSymbols) found = found || find_in_object(paths[i], name);
+  seen = paths.size();
+  return found;
+}
+
 // The device's start-up (libraries, platform, context, queue, and CLBlast's GEMM programs from the
 // disk cache), begun by prepare() on a thread of its own so that the first call waits for what is
 // left of it, not for all of it: about 60 ms of loading the ICD and LLVM on pocl, which a Python
 // program spends importing its modules instead. Whoever comes first does it: the thread, or the
 // first call when the thread has not begun (a program calling BLAS at once).
 //
-// The thread must never hurt the program:
-// - it waits kDelay before it begins, so that a short process (a shell command run under
-//   `sol run --backend opencl`) exits before anything is loaded; it blocks asynchronous signals,
-//   which stay with the program's threads (the driver's threads it starts inherit that mask);
+// The thread begins once a library SOL intercepts is loaded (intercepted_library_loaded(), looked
+// at every 10 ms during the first second, then every 100 ms up to kGiveUp): a process that never
+// loads one (a shell command, a compiler run under `sol run --backend opencl`) never loads the
+// driver either. It must never hurt the program:
+// - it blocks asynchronous signals, which stay with the program's threads (the driver's threads it
+//   starts inherit that mask);
 // - exit() from the main thread waits for the step under way and stops the rest (a thread-local
 //   destructor of the main thread: those run before any atexit handler or library destructor,
 //   which would otherwise tear the driver down under the thread's feet);
-// - fork() waits until the start-up is done (bounded): a child gets all of it or none of it. All of
-//   it is the parent's OpenCL state, which does not survive fork: init() in the child declines,
-//   as run() already does once the parent initialised. None of it: the child may start its own.
+// - fork() waits until the start-up is done (bounded), and for a look at the loaded libraries (it
+//   holds the loader's locks): a child gets all of it or none of it. All of it is the parent's
+//   OpenCL state, which does not survive fork: init() in the child declines, as run() already
+//   does once the parent initialised. None of it: the child may start its own.
 // Its outcome, failures included, is reported by init() exactly as an inline start-up would be.
 struct Startup {
   enum class State : uint8_t { waiting, running, done, abandoned };
-  static constexpr std::chrono::milliseconds kDelay{10};
+  static constexpr std::chrono::milliseconds kGiveUp{10000};
 
   explicit Startup(const config::Config& c) : cfg(c) {}
 
@@ -222,6 +244,25 @@ struct Startup {
     return true;
   }
 
+  // One look at the loaded libraries (see intercepted_library_loaded), unless exit() or fork() is
+  // under way; they wait for one in progress.
+  bool look(size_t& seen) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (state != State::waiting || stop.load(std::memory_order_relaxed)) return false;
+      looking = true;
+    }
+    bool found = false;
+    try {
+      found = intercepted_library_loaded(seen);
+    } catch (...) {  // out of memory: nothing found this time
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    looking = false;
+    cv.notify_all();
+    return found;
+  }
+
   // The started device for init(), starting it here if nobody has.
   bool take(std::unique_ptr<Device>& out, std::string& reason) {
     if (run(false)) {
@@ -233,18 +274,21 @@ struct Startup {
     return hand_over(out, reason);
   }
 
+  // Whether the thread is in the middle of something that exit() or fork() must not cut short.
+  bool busy() const { return looking || (state == State::running && runner == ::getpid()); }
+
   // At exit: no new step, and the one under way finished before the program's exit handlers run.
   void stop_and_wait() {
     stop.store(true, std::memory_order_relaxed);
     std::unique_lock<std::mutex> lock(mu);
     cv.notify_all();
-    if (state == State::running && runner == ::getpid())
-      cv.wait_for(lock, std::chrono::seconds(5), [this] { return state != State::running; });
+    cv.wait_for(lock, std::chrono::seconds(5), [this] { return !busy(); });
   }
 
   std::mutex mu;
   std::condition_variable cv;
   State state = State::waiting;
+  bool looking = false;
   std::atomic<bool> stop{false};
   pid_t runner = 0;
   const config::Config cfg;
@@ -280,9 +324,7 @@ Startup* g_startup = nullptr;
 void before_fork() {
   if (!g_startup) return;
   std::unique_lock<std::mutex> lock(g_startup->mu);
-  if (g_startup->state == Startup::State::running && g_startup->runner == ::getpid())
-    g_startup->cv.wait_for(lock, std::chrono::seconds(2),
-                           [] { return g_startup->state != Startup::State::running; });
+  g_startup->cv.wait_for(lock, std::chrono::seconds(2), [] { return !g_startup->busy(); });
   lock.release();  // held across fork(), so that the child sees a consistent state
 }
 void after_fork_parent() {
@@ -292,8 +334,10 @@ void after_fork_child() {
   if (!g_startup) return;
   new (&g_startup->mu) std::mutex;
   new (&g_startup->cv) std::condition_variable;
-  // No thread runs it here: a start-up under way in the parent is lost to the child.
+  // No thread runs here: a start-up under way in the parent is lost to the child, and one not
+  // begun is the child's first call's to do.
   if (g_startup->state == Startup::State::running) g_startup->state = Startup::State::abandoned;
+  g_startup->looking = false;
 }
 
 // Destroyed when the main thread ends, by exit() or a return from main(), before anything else.
@@ -305,14 +349,26 @@ struct ExitGuard {
 };
 thread_local ExitGuard t_exit_guard;
 
-// The thread's body: after kDelay, unless exit() or a first call came first.
+// The thread's body: waits for a library SOL intercepts, then starts the device, unless exit(), a
+// first call (which then starts it) or kGiveUp came first.
 void startup_thread(Startup* s) {
-  {
-    std::unique_lock<std::mutex> lock(s->mu);
-    s->cv.wait_for(lock, Startup::kDelay,
-                   [s] { return s->state != Startup::State::waiting || s->stop.load(std::memory_order_relaxed); });
+  using std::chrono::milliseconds;
+  size_t seen = 0;
+  for (milliseconds waited{0}; waited < Startup::kGiveUp;) {
+    const milliseconds pause{waited < milliseconds(1000) ? 10 : 100};
+    {
+      std::unique_lock<std::mutex> lock(s->mu);
+      if (s->cv.wait_for(lock, pause, [s] {
+            return s->state != Startup::State::waiting || s->stop.load(std::memory_order_relaxed);
+          }))
+        return;
+    }
+    waited += pause;
+    if (s->look(seen)) {
+      s->run(true);
+      return;
+    }
   }
-  s->run(true);
 }
 
 class OpenclBackend final : public hal::Backend {
