@@ -1,4 +1,6 @@
-/* Times one GEMM size: bench_gemm s|d N [seconds] [NN|TN|NT]. Prints "<best seconds per call> <GFLOP/s>".
+/* Times one GEMM size: bench_gemm s|d N [seconds] [NN|TN|NT] [wait]. Prints "<best seconds per call>
+ * <GFLOP/s> <seconds of the process's first call>". `wait`: seconds of work (a busy loop, as a Python
+ * program importing its modules) before the first call.
  * Linked to libblas.so.3; the benchmark driver runs it natively and under libsol's backends. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,9 @@ int main(int argc, char** argv) {
   const int dbl = argv[1][0] == 'd', n = atoi(argv[2]);
   const double budget = argc > 3 ? atof(argv[3]) : 0.3;
   const char* trans = argc > 4 ? argv[4] : "NN"; /* square matrices: the same leading dimensions */
+  const double wait = argc > 5 ? atof(argv[5]) : 0;
+  for (const double until = now() + wait; now() < until;) {
+  }
   const size_t elems = (size_t)n * n, size = dbl ? 8 : 4;
   /* Cache-line aligned, so that the operands sit alike with and without libsol preloaded (which
    * moves malloc's heap): small GEMMs run up to 20 % apart on alignment alone. */
@@ -37,10 +42,13 @@ int main(int argc, char** argv) {
    * steady state: OpenBLAS's worker threads spin after they start (and after each call) before
    * they sleep, and a library with threads of its own (oneDNN's OpenMP) then crawls beside them on
    * a machine with few cores. Programs live longer than that; the rates here are steady ones. */
-  const double warm_until = now() + 0.25;
+  const double first_at = now();
+  double first = -1;
+  const double warm_until = first_at + 0.25;
   do {
     if (dbl) dgemm_(&trans[0], &trans[1], &n, &n, &n, &done, (double*)a, &n, (double*)b, &n, &dzero, (double*)c, &n, 1, 1);
     else sgemm_(&trans[0], &trans[1], &n, &n, &n, &one, (float*)a, &n, (float*)b, &n, &zero, (float*)c, &n, 1, 1);
+    if (first < 0) first = now() - first_at;
   } while (now() < warm_until);
   /* Samples of `reps` calls each, so that a sample lasts at least 20 us: the clock's resolution
    * (10 ns on some VMs) is no small part of an 8x8 GEMM's 150 ns. At least 3 samples, more until the
@@ -63,6 +71,6 @@ int main(int argc, char** argv) {
     if (t < best) best = t;
     spent += t * reps;
   }
-  printf("%.12f %.3f\n", best, 2.0 * n * n * n / best * 1e-9);
+  printf("%.12f %.3f %.9f\n", best, 2.0 * n * n * n / best * 1e-9, first);
   return 0;
 }

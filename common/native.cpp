@@ -28,8 +28,16 @@ const void* own_base() noexcept {
   return base;
 }
 
-// Paths of the loaded objects, in load order. Collected first and opened afterwards: dlopen
-// inside the dl_iterate_phdr callback would run under the loader's lock.
+void* search_loaded_objects(const char* name) {
+  for (const auto& path : loaded_objects())
+    if (void* p = find_in_object(path, name)) return p;
+  return nullptr;
+}
+
+}  // namespace
+
+// Collected first and opened afterwards: dlopen inside the dl_iterate_phdr callback would run
+// under the loader's lock.
 std::vector<std::string> loaded_objects() {
   std::vector<std::string> paths;
   dl_iterate_phdr(
@@ -42,18 +50,13 @@ std::vector<std::string> loaded_objects() {
   return paths;
 }
 
-void* search_loaded_objects(const char* name) {
-  for (const auto& path : loaded_objects()) {
-    void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-    if (!handle) continue;
-    void* p = dlsym(handle, name);
-    dlclose(handle);
-    if (p && !in_libsol(p)) return p;
-  }
-  return nullptr;
+void* find_in_object(const std::string& path, const char* name) noexcept {
+  void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (!handle) return nullptr;
+  void* p = dlsym(handle, name);
+  dlclose(handle);  // drops the reference RTLD_NOLOAD took, nothing more
+  return p && !in_libsol(p) ? p : nullptr;
 }
-
-}  // namespace
 
 bool in_libsol(const void* address) noexcept {
   Dl_info info{};

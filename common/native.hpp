@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace sol {
 
@@ -9,6 +10,12 @@ namespace sol {
 // dlsym(RTLD_NEXT) first, then every loaded object in load order, which also finds libraries a
 // framework loaded with RTLD_LOCAL (see native.cpp). `how` (optional) says which way it was found.
 void* find_native(const char* name, const char** how = nullptr) noexcept;
+
+// The paths of the loaded objects but the main program, in load order.
+std::vector<std::string> loaded_objects();
+// The definition of `name` in the loaded object at `path` or the libraries it depends on, outside
+// libsol; nullptr when there is none (or the object is no longer loaded).
+void* find_in_object(const std::string& path, const char* name) noexcept;
 
 // True when `address` lies in libsol itself.
 bool in_libsol(const void* address) noexcept;

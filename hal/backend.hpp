@@ -58,6 +58,14 @@ class Backend {
   // ("libopenblas.so.0: cannot open shared object file").
   virtual bool init(const config::Config& cfg, std::string& why) noexcept = 0;
 
+  // Called at start-up, by the thread that initialises SOL (the main thread but in odd cases), for
+  // a backend the configuration names (SOL_BACKEND, a [[route]]): it may start what init() will
+  // need on a thread of its own, so that the first call does not wait for all of it (a device
+  // backend opens its device). Must return at once and must leave the program unaffected whatever
+  // happens on that thread; init() then reports any failure. A forked child must never get half of
+  // what the thread set up.
+  virtual void prepare(const config::Config& /*cfg*/) noexcept {}
+
   // What runs the work, for `sol backends` and traces: "OpenBLAS 0.3.21 (2 threads)".
   virtual std::string device() const = 0;
 

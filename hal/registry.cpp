@@ -52,6 +52,11 @@ Backend* Registry::get(std::string_view name) noexcept {
   return slot->ready;
 }
 
+void Registry::prepare(std::string_view name) noexcept {
+  Slot* slot = find(name);
+  if (Backend* b = slot ? object(*slot) : nullptr) b->prepare(cfg_);
+}
+
 Backend::Hint Registry::accelerator_hint(std::string_view name) noexcept {
   Slot* slot = find(name);
   Backend* b = slot ? object(*slot) : nullptr;

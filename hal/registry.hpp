@@ -31,6 +31,8 @@ class Registry {
   // The backend of this name, initialised at the first request (once, thread-safe). nullptr when
   // it does not exist in this build or could not be initialised (see why()).
   Backend* get(std::string_view name) noexcept;
+  // The backend's prepare() (see Backend), without initialising it.
+  void prepare(std::string_view name) noexcept;
   // Why get(name) returned nullptr ("" otherwise).
   std::string why(std::string_view name);
   // The backend's accelerator_hint(), asked without initialising it.

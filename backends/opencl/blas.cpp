@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "backends/opencl/clblast_programs.hpp"
 #include "backends/opencl/transfer.hpp"
 #include "capture/blas/blas.hpp"
 #include "common/log.hpp"
@@ -39,6 +40,9 @@ inline constexpr bool kSingle = std::is_same_v<RealOf<E>, float>;
 // CLBlast's scalar arguments: the element type, or cl_float2 / cl_double2 for complex.
 template <class E>
 using ClScalar = std::conditional_t<kComplex<E>, std::conditional_t<kSingle<E>, cl_float2, cl_double2>, E>;
+// The precision's letter in BLAS names.
+template <class E>
+inline constexpr char kPrecLetter = kComplex<E> ? (kSingle<E> ? 'c' : 'z') : (kSingle<E> ? 's' : 'd');
 // Our kernels' program for E.
 template <class E>
 inline constexpr Prec kPrec = kComplex<E> ? (kSingle<E> ? Prec::c : Prec::z)
@@ -697,10 +701,29 @@ Reason run_level1(Device& dev, Node& node) {
 
 template <class E>
 Reason run_typed(Device& dev, Node& node) {
+  const clblast_programs::Routine routine(kPrecLetter<E>, capture::op_name(node.op));
   const char* family = capture::op_family(node.op);
   if (family[4] == '3') return run_level3<E>(dev, node);
   if (family[4] == '2') return run_level2<E>(dev, node);
   return run_level1<E>(dev, node);
+}
+
+// A 1x1x1 product, which makes CLBlast build its GEMM program of E's precision (all its GEMM
+// kernels: one program per routine and precision, whatever the size). On uninitialised buffers:
+// C is not read (beta = 0) and nothing looks at the result.
+template <class E>
+void warm_gemm(Device& dev, cl_mem a, cl_mem b, cl_mem c) {
+  const clblast_programs::Routine routine(kPrecLetter<E>, "gemm");
+  const ClblastApi& api = dev.clblast();
+  cl_command_queue q = dev.queue();
+  const CLBlastTranspose no = CLBlastTransposeNo;
+  size_t temp_bytes = 0;
+  cl_mem temp = nullptr;
+  if (SOL_CLB(GemmTempBufferSize)(kColMajor, no, no, 1, 1, 1, 0, 1, 0, 1, 0, 1, &q, &temp_bytes) != CLBlastSuccess ||
+      dev.buffer(kSlotTemp, temp_bytes, temp) != CL_SUCCESS)
+    return;
+  SOL_CLB(gemmWithTempBuffer)(kColMajor, no, no, 1, 1, 1, cl_scalar<E>(Scalar(1.0)), a, 0, 1, b, 0, 1,
+                              cl_scalar<E>(Scalar(0.0)), c, 0, 1, &q, nullptr, temp);
 }
 
 }  // namespace
@@ -759,6 +782,22 @@ Reason blas_run(Device& dev, Node& node) {
     case DType::c128: return run_typed<cdouble>(dev, node);
     default: return Reason::dtype_unsupported;
   }
+}
+
+void blas_warm_up(Device& dev, const std::atomic<bool>& stop) {
+  cl_mem a = nullptr, b = nullptr, c = nullptr;
+  if (dev.buffer(0, 16, a) != CL_SUCCESS || dev.buffer(1, 16, b) != CL_SUCCESS || dev.buffer(2, 16, c) != CL_SUCCESS)
+    return;
+  // Only what the disk cache holds: a compile takes seconds, and exit() would wait for it.
+  auto ready = [&](char precision) {
+    return !stop.load(std::memory_order_relaxed) &&
+           clblast_programs::preload(dev.context(), (std::string(1, precision) + "gemm").c_str());
+  };
+  if (ready('s')) warm_gemm<float>(dev, a, b, c);
+  if (dev.has_fp64() && ready('d')) warm_gemm<double>(dev, a, b, c);
+  if (ready('c')) warm_gemm<cfloat>(dev, a, b, c);
+  if (dev.has_fp64() && ready('z')) warm_gemm<cdouble>(dev, a, b, c);
+  dev.cl().clFinish(dev.queue());
 }
 
 }  // namespace sol::backends::opencl

@@ -18,6 +18,8 @@
 //         caller's memory untouched, and elements the routine does not write are never stored to.
 #pragma once
 
+#include <atomic>
+
 #include "backends/opencl/device.hpp"
 #include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
@@ -30,5 +32,10 @@ hal::Reason blas_supports(const Device& device, const capture::Node& node) noexc
 // Computes a valid column-major BLAS node. Anything but Reason::ok means the caller's memory
 // was not written. May throw std::bad_alloc (host staging).
 hal::Reason blas_run(Device& device, capture::Node& node);
+
+// Readies what a first BLAS call most likely needs, CLBlast's GEMM in each precision, where the
+// disk cache has its program (clblast_programs::preload): never compiles. Stops between programs
+// once `stop` is set. For the start-up thread, before anyone else uses the device.
+void blas_warm_up(Device& device, const std::atomic<bool>& stop);
 
 }  // namespace sol::backends::opencl

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/opencl/clblast_programs.hpp"
 #include "backends/opencl/program_cache.hpp"
 #include "backends/opencl/transfer.hpp"
 #include "common/fs_safety.hpp"
@@ -173,6 +174,7 @@ bool time_gemm(Device& dev, size_t n, double& seconds, std::string& why) {
     return false;
 
   seconds = std::numeric_limits<double>::infinity();
+  const clblast_programs::Routine routine(std::is_same_v<T, float> ? 's' : 'd', "gemm");
   for (int i = 0; i <= kGemmRuns; ++i) {
     const auto t0 = Clock::now();
     cl_event ev = nullptr;

@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "backends/opencl/clblast_programs.hpp"
 #include "capture/ir/dnn.hpp"
 #include "common/log.hpp"
+#include "common/native.hpp"
 #include "config/config.hpp"
 
 namespace sol::backends::opencl {
@@ -83,6 +85,13 @@ bool matches(const std::string& spec, size_t index, const std::string& name) {
 // loaded, so that it runs before the ICD's own handlers.
 std::atomic<bool> g_exiting{false};
 
+void at_exit() {
+  g_exiting.store(true, std::memory_order_release);
+  const ProgramCache::Totals t = ProgramCache::totals();
+  if (t.loaded + t.compiled > 0)
+    SOL_LOG(debug, "opencl: %d programs from the cache, %d compiled", t.loaded, t.compiled);
+}
+
 }  // namespace
 
 bool process_exiting() noexcept {
@@ -106,6 +115,7 @@ Device::~Device() {
     cl_.clReleaseCommandQueue(queue_);
   }
   // CLBlast keeps the programs it built for our context; release them with the context.
+  clblast_programs::remove(context_);
   if (clblast_.ClearCache) clblast_.ClearCache();
   if (context_) cl_.clReleaseContext(context_);
 }
@@ -114,10 +124,15 @@ bool Device::open(const config::Config& cfg, std::string& why) {
   if (!load(cl_, kOpenclLibrary, why)) return false;
   if (!pick(cfg, why)) return false;
   static std::once_flag exit_hook;
-  std::call_once(exit_hook, [] { std::atexit([] { g_exiting.store(true, std::memory_order_release); }); });
+  std::call_once(exit_hook, [] { std::atexit(at_exit); });
 
   // CLBlast after the device: "no OpenCL device" is the more useful reason when both are missing.
+  clblast_programs::note_preexisting(kClblastLibrary);
   if (!load(clblast_, kClblastLibrary, why)) return false;
+  std::string uncached;
+  if (!clblast_programs::install(kClblastLibrary, cl_, uncached))
+    log::once(log::Level::debug, "opencl: clblast uncached", "opencl: CLBlast's programs are not cached on disk: %s",
+              uncached.c_str());
 
   cl_int err = CL_SUCCESS;
   context_ = cl_.clCreateContext(nullptr, 1, &device_, nullptr, nullptr, &err);
@@ -153,6 +168,12 @@ bool Device::open(const config::Config& cfg, std::string& why) {
               '\n' + device_info(cl_, device_, CL_DEVICE_VERSION) + '\n' +
               device_info(cl_, device_, CL_DEVICE_VENDOR) + '\n' + driver;
   cache_ = std::make_unique<ProgramCache>(cl_, context_, device_, cfg.opencl_cache_dir, identity_);
+  // What CLBlast's programs depend on besides the device and their source: the library, whose
+  // build options follow its version, and the variable that adds to them.
+  const char* extra_options = std::getenv("CLBLAST_BUILD_OPTIONS");
+  clblast_programs::add(context_, cache_.get(),
+                        "CLBlast " + library_identity(reinterpret_cast<const void*>(clblast_.ClearCache)) +
+                            "\nCLBLAST_BUILD_OPTIONS=" + (extra_options ? extra_options : ""));
   SOL_LOG(debug, "opencl: using %s%s", description_.c_str(), fp64_ ? "" : " (no double precision)");
   return true;
 }

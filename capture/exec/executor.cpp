@@ -520,6 +520,12 @@ bool start_executor(const config::Config& cfg) noexcept {
     return false;
   }
   verify::start(cfg);
+  // The backends the configuration names may start their devices now, off the first call's path.
+  Executor* ex = g_exec.load(std::memory_order_relaxed);
+  for (const auto& name : cfg.backend)
+    if (name != "auto" && name != "native") ex->registry.prepare(name);
+  for (const auto& r : cfg.routes)
+    if (r.backend != "auto" && r.backend != "native") ex->registry.prepare(r.backend);
   return true;
 }
 

@@ -1,8 +1,11 @@
 /* GEMMs for a device backend's transfer accounting: `calls` sgemm calls of m x n x k, the first
  * with beta = 0 (C is not read), the others with beta = 1. With "fork", the process forks after
- * its first call; the child makes the remaining calls and the parent one more. Prints C's sum.
+ * its first call; the child makes the remaining calls and the parent one more. With "wait=MS", it
+ * sleeps MS milliseconds before its first call (a program's start-up, for the device's); with
+ * "fork-at=MS", it forks MS milliseconds after it started, before any call, and both processes
+ * make every call. Prints C's sum.
  *
- *   device_gemms m n k calls [fork] */
+ *   device_gemms m n k calls [fork | wait=MS | fork-at=MS] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +19,17 @@ int main(int argc, char** argv) {
   if (argc < 5) return 2;
   const int m = atoi(argv[1]), n = atoi(argv[2]), k = atoi(argv[3]), calls = atoi(argv[4]);
   const int forks = argc > 5 && strcmp(argv[5], "fork") == 0;
+  pid_t child = -1;
+  if (argc > 5 && strncmp(argv[5], "wait=", 5) == 0) usleep(1000 * atoi(argv[5] + 5));
+  if (argc > 5 && strncmp(argv[5], "fork-at=", 8) == 0) {
+    usleep(1000 * atoi(argv[5] + 8));
+    child = fork();
+    if (child < 0) return 1;
+  }
   float *a = malloc((size_t)m * k * 4), *b = malloc((size_t)k * n * 4), *c = malloc((size_t)m * n * 4);
   for (int i = 0; i < m * k; ++i) a[i] = (float)(i % 5) / 5;
   for (int i = 0; i < k * n; ++i) b[i] = (float)(i % 3) / 3;
   const float one = 1, zero = 0;
-  pid_t child = -1;
   for (int i = 0; i < calls; ++i) {
     sgemm_("N", "N", &m, &n, &k, &one, a, &m, b, &k, i ? &one : &zero, c, &m, 1, 1);
     if (forks && i == 0) {

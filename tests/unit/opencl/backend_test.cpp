@@ -206,7 +206,7 @@ TEST_F(Opencl, ConcurrentCallersGetTheirOwnResults) {
 }
 
 // Compiled programs go to the cache directory; a second backend (another process, in effect)
-// loads them instead of compiling; a corrupt file is ignored and replaced.
+// loads them instead of compiling; a truncated or corrupt file is ignored and replaced.
 TEST(OpenclCache, SecondInstanceLoadsProgramsFromDisk) {
   const std::string dir = make_temp_dir();
   ASSERT_FALSE(dir.empty());
@@ -259,8 +259,38 @@ TEST(OpenclCache, SecondInstanceLoadsProgramsFromDisk) {
     fs::resize_file(files[0], 100);
   }
   ASSERT_TRUE(run_once(third, third_ms));
+  EXPECT_NE(third.find("sol: opencl: cache file " + files[0].string() + " is corrupt (not a program cache file)"),
+            std::string::npos)
+      << third;
   EXPECT_NE(third.find("opencl: compiled program sol_blas_s"), std::string::npos) << third;
   EXPECT_GT(fs::file_size(files[0]), 100u);
+
+  // A damaged byte inside the binary, header intact: caught by the digest before the driver sees
+  // it, with one line, and replaced by a compile.
+  const auto corrupt_lines = [](const std::string& text) {
+    size_t n = 0;
+    for (size_t at = text.find("is corrupt"); at != std::string::npos; at = text.find("is corrupt", at + 1)) ++n;
+    return n;
+  };
+  const uintmax_t size = fs::file_size(files[0]);
+  {
+    std::FILE* f = std::fopen(files[0].c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, static_cast<long>(size / 2), SEEK_SET);
+    const int c = std::fgetc(f);
+    std::fseek(f, static_cast<long>(size / 2), SEEK_SET);
+    std::fputc(c ^ 0x5a, f);
+    std::fclose(f);
+  }
+  std::string fourth, fifth;
+  double fourth_ms = 0, fifth_ms = 0;
+  ASSERT_TRUE(run_once(fourth, fourth_ms));
+  EXPECT_EQ(corrupt_lines(fourth), 1u) << fourth;
+  EXPECT_NE(fourth.find("sol: opencl: cache file " + files[0].string() + " is corrupt"), std::string::npos) << fourth;
+  EXPECT_NE(fourth.find("opencl: compiled program sol_blas_s"), std::string::npos) << fourth;
+  ASSERT_TRUE(run_once(fifth, fifth_ms));
+  EXPECT_EQ(corrupt_lines(fifth), 0u) << fifth;
+  EXPECT_NE(fifth.find("opencl: loaded cached program sol_blas_s"), std::string::npos) << fifth;
 
   std::printf("[ timing   ] first call with compile %.1f ms, with cached program %.1f ms\n", first_ms,
               second_ms);
