@@ -215,7 +215,9 @@ bool read_file(const std::string& path, size_t max_bytes, bool follow_links, std
                std::string& error) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (follow_links ? 0 : O_NOFOLLOW));
   if (fd < 0) {
-    error = errno == ENOENT ? "missing" : std::strerror(errno);
+    const int e = errno;
+    error = std::strerror(e);
+    errno = e;  // for the caller that tells a missing file apart
     return false;
   }
   text.clear();

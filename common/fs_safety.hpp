@@ -51,8 +51,7 @@ bool replace_file(const std::string& path, const std::string& text, std::string&
 
 // Reads a whole file of at most `max_bytes` into `text`. Without `follow_links` a symbolic link
 // in the last component is refused (O_NOFOLLOW): for SOL's own files, which it never creates as
-// links. false with `error` set ("missing" when it does not exist, "larger than N MiB", or the
-// system's reason).
+// links. false with `error` set ("larger than N MiB", or the system's reason, errno kept).
 bool read_file(const std::string& path, size_t max_bytes, bool follow_links, std::string& text,
                std::string& error);
 

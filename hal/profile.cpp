@@ -170,7 +170,10 @@ std::string profile_dir(const config::Config& cfg) {
 // The class text is for people; the key is what is read back.
 bool read_file(const std::string& path, const std::string& fingerprint, std::vector<Row>& rows, std::string& why) {
   std::string text;
-  if (!fs_safety::read_file(path, size_t{64} << 20, false, text, why)) return false;
+  if (!fs_safety::read_file(path, size_t{64} << 20, false, text, why)) {
+    if (errno == ENOENT) why = "missing";
+    return false;
+  }
   std::istringstream in(text);
   std::string line, fp;
   if (!std::getline(in, line) || line != kMagic) {
