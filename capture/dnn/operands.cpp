@@ -4,12 +4,13 @@
 
 namespace sol::capture::dnn {
 
-int operands(const Call& call, blas::Operand* out, int max) noexcept {
+int operands(const Call& call, blas::Operand* out, int max, const Tensor** tensors) noexcept {
   if (!call.desc || call.unbound) return 0;
   const Desc& d = *call.desc;
   int n = 0;
   for (int i = 0; i < d.ntensors && n < max; ++i) {
     if (!call.data[i] || !d.tensors[i].desc.bytes) continue;
+    if (tensors) tensors[n] = &d.tensors[i];
     blas::Operand& o = out[n++];
     o = blas::Operand{};
     o.name = arg_name(d.tensors[i].arg);

@@ -7,8 +7,9 @@
 
 namespace sol::capture::dnn {
 
-// Fills `out` (at most `max`) with the operands of a bound call; returns how many.
-int operands(const Call& call, blas::Operand* out, int max) noexcept;
+// Fills `out` (at most `max`) with the operands of a bound call; returns how many. With `tensors`,
+// also the tensor each operand is (for its dims).
+int operands(const Call& call, blas::Operand* out, int max, const Tensor** tensors = nullptr) noexcept;
 
 // How long the sums behind one element of tensor `t` are (for tolerances): the work of the
 // call per element written, at least 1.

@@ -1,30 +1,165 @@
 #include "capture/trace/dataflow.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+
+#include "capture/alloc/observers.hpp"
 
 namespace sol::capture::trace {
+namespace {
 
-void Dataflow::link_reads(uint32_t sig, uintptr_t lo, uintptr_t hi, Seen& seen) {
+// The lock, with this thread's frees unobserved while it is held: the maps free as they go, and
+// the free observer (forget) takes the same lock.
+class Locked {
+ public:
+  explicit Locked(std::mutex& mu) : mu_(mu) { mu_.lock(); }
+  ~Locked() { mu_.unlock(); }
+
+ private:
+  alloc::Quiet quiet_;  // first in, last out
+  std::mutex& mu_;
+};
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------ PageSet
+
+PageSet::~PageSet() {
+  if (auto* table = table_.load(std::memory_order_relaxed)) {
+    for (uint64_t r : made_) delete[] table[r].load(std::memory_order_relaxed);
+    std::free(table);
+  }
+}
+
+template <class F>
+bool PageSet::words(Word* bits, uint64_t first, uint64_t last, F f) noexcept {
+  for (uint64_t page = first; page <= last;) {
+    const uint64_t in_region = page & (kPagesPerRegion - 1);
+    const unsigned bit = in_region & 63;
+    const uint64_t n = std::min<uint64_t>(64 - bit, last - page + 1);
+    const uint64_t mask = (n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1) << bit;
+    if (f(bits[in_region >> 6], mask)) return true;
+    page += n;
+  }
+  return false;
+}
+
+PageSet::Word* PageSet::region(uint64_t r, bool make) noexcept {
+  auto* table = table_.load(std::memory_order_acquire);
+  if (!table) {
+    if (!make) return nullptr;
+    // calloc: the kernel's zero pages, touched only where a region is used (4 KiB per 512 GiB).
+    // std::atomic<Word*> is a pointer that zero bytes make null.
+    table = static_cast<std::atomic<Word*>*>(std::calloc(kRegions, sizeof(std::atomic<Word*>)));
+    if (!table) return nullptr;
+    table_.store(table, std::memory_order_release);
+  }
+  Word* bits = table[r].load(std::memory_order_acquire);
+  if (!bits && make) {
+    bits = new (std::nothrow) Word[kPagesPerRegion / 64]();
+    if (!bits) return nullptr;
+    try {
+      made_.push_back(r);
+    } catch (...) {
+      delete[] bits;
+      return nullptr;
+    }
+    table[r].store(bits, std::memory_order_release);
+  }
+  return bits;
+}
+
+bool PageSet::any(uintptr_t lo, uintptr_t hi) const noexcept {
+  if (hi <= lo) return false;
+  if (everywhere_.load(std::memory_order_relaxed) || (hi - 1) >> kAddressBits) return true;
+  const auto* table = table_.load(std::memory_order_acquire);
+  if (!table) return false;
+  const uint64_t last = (hi - 1) >> kPageBits;
+  for (uint64_t page = lo >> kPageBits; page <= last;) {
+    const uint64_t r = page / kPagesPerRegion;
+    const uint64_t end = std::min(last, (r + 1) * kPagesPerRegion - 1);
+    if (Word* bits = table[r].load(std::memory_order_acquire))
+      if (words(bits, page, end, [](Word& w, uint64_t mask) { return (w.load(std::memory_order_relaxed) & mask) != 0; }))
+        return true;
+    page = end + 1;
+  }
+  return false;
+}
+
+void PageSet::add(uintptr_t lo, uintptr_t hi) noexcept {
+  if (hi <= lo || (hi - 1) >> kAddressBits) return;  // any() answers yes up there
+  const uint64_t last = (hi - 1) >> kPageBits;
+  for (uint64_t page = lo >> kPageBits; page <= last;) {
+    const uint64_t r = page / kPagesPerRegion;
+    const uint64_t end = std::min(last, (r + 1) * kPagesPerRegion - 1);
+    Word* bits = region(r, true);
+    if (!bits) {
+      everywhere_.store(true, std::memory_order_relaxed);
+      return;
+    }
+    words(bits, page, end, [](Word& w, uint64_t mask) {
+      w.fetch_or(mask, std::memory_order_relaxed);
+      return false;
+    });
+    page = end + 1;
+  }
+}
+
+void PageSet::remove_inside(uintptr_t lo, uintptr_t hi) noexcept {
+  const uint64_t first = (lo + (uintptr_t{1} << kPageBits) - 1) >> kPageBits;  // lo's page if lo starts it
+  if (hi < (uintptr_t{1} << kPageBits) || (hi - 1) >> kAddressBits) return;
+  const uint64_t last = (hi >> kPageBits) - 1;  // the page before hi's, unless hi ends it
+  if (first > last) return;
+  for (uint64_t page = first; page <= last;) {
+    const uint64_t r = page / kPagesPerRegion;
+    const uint64_t end = std::min(last, (r + 1) * kPagesPerRegion - 1);
+    if (Word* bits = region(r, false))
+      words(bits, page, end, [](Word& w, uint64_t mask) {
+        w.fetch_and(~mask, std::memory_order_relaxed);
+        return false;
+      });
+    page = end + 1;
+  }
+}
+
+void PageSet::clear() noexcept {
+  if (auto* table = table_.load(std::memory_order_relaxed))
+    for (uint64_t r : made_)
+      if (Word* bits = table[r].load(std::memory_order_relaxed))
+        for (uint64_t i = 0; i < kPagesPerRegion / 64; ++i) bits[i].store(0, std::memory_order_relaxed);
+  everywhere_.store(false, std::memory_order_relaxed);
+}
+
+// ----------------------------------------------------------------------------------- Dataflow
+
+void Dataflow::link_reads(int operand, uintptr_t lo, uintptr_t hi, Producers& from) const {
   auto it = ranges_.upper_bound(lo);
   if (it != ranges_.begin()) --it;
   for (; it != ranges_.end() && it->first < hi; ++it) {
     if (it->second.end <= lo) continue;
-    const uint32_t from = it->second.sig;
-    // One edge per producer and call, however many of the call's operands it wrote.
-    if (std::find(seen.ids, seen.ids + seen.count, from) != seen.ids + seen.count) continue;
-    if (seen.count < Seen::kMax) seen.ids[seen.count++] = from;
-    add_edge(static_cast<uint64_t>(from) << 32 | sig);
+    const uint64_t bytes = std::min(it->second.end, hi) - std::max(it->first, lo);
+    // One edge per producer and call, however many of the call's operands and ranges it wrote.
+    Producers::Entry* e = std::find_if(from.at, from.at + from.count,
+                                       [&](const Producers::Entry& p) { return p.sig == it->second.sig; });
+    if (e == from.at + from.count) {
+      if (from.count == Producers::kMax) continue;
+      *e = {it->second.sig, 0, 0};
+      ++from.count;
+    }
+    e->operands |= operand < kMaxOperands ? 1u << operand : 0u;
+    e->bytes += bytes;
   }
 }
 
-void Dataflow::write(uint32_t sig, uintptr_t lo, uintptr_t hi) {
-  // Programs rewrite the same buffers over and over: then only the writer changes.
-  auto exact = ranges_.find(lo);
-  if (exact != ranges_.end() && exact->second.end == hi) {
-    exact->second.sig = sig;
-    return;
-  }
-  // Otherwise cut every range overlapping [lo, hi) down to its parts outside it, then insert [lo, hi).
+// Whether a range overlaps [lo, hi).
+bool Dataflow::touches(uintptr_t lo, uintptr_t hi) const {
+  auto it = ranges_.upper_bound(lo);
+  if (it != ranges_.begin() && std::prev(it)->second.end > lo) return true;
+  return it != ranges_.end() && it->first < hi;
+}
+
+// Cuts every range overlapping [lo, hi) down to its parts outside it.
+void Dataflow::cut(uintptr_t lo, uintptr_t hi) {
   auto it = ranges_.upper_bound(lo);
   if (it != ranges_.begin()) --it;
   while (it != ranges_.end() && it->first < hi) {
@@ -36,20 +171,52 @@ void Dataflow::write(uint32_t sig, uintptr_t lo, uintptr_t hi) {
     }
     it = ranges_.erase(it);
     if (start < lo) ranges_.emplace(start, Written{lo, w.sig});
-    if (w.end > hi) ranges_.emplace(hi, Written{w.end, w.sig});
+    if (w.end > hi) it = ranges_.emplace(hi, Written{w.end, w.sig}).first;
   }
-  if (ranges_.size() >= kMaxRanges) ranges_.clear();
+}
+
+void Dataflow::write(uint32_t sig, uintptr_t lo, uintptr_t hi) {
+  // Programs rewrite the same buffers over and over: then only the writer changes.
+  auto exact = ranges_.find(lo);
+  if (exact != ranges_.end() && exact->second.end == hi) {
+    exact->second.sig = sig;
+    return;
+  }
+  cut(lo, hi);
+  if (ranges_.size() >= kMaxRanges) {
+    ranges_.clear();
+    pages_.clear();
+  }
   ranges_[lo] = Written{hi, sig};
+  // Known to the free path before the program can free this memory, which it does after the call.
+  pages_.add(lo, hi);
+  alloc::watch(reinterpret_cast<const void*>(lo), reinterpret_cast<const void*>(hi));
+}
+
+void Dataflow::add_edge(uint32_t from, uint32_t to, uint32_t operands, uint64_t bytes) {
+  const uint64_t key = static_cast<uint64_t>(from) << 32 | to;
+  if (key != last_key_) {
+    last_ = &edges_[key];
+    last_key_ = key;
+  }
+  ++last_->calls;
+  last_->bytes += bytes;
+  last_->operands |= operands;
 }
 
 void Dataflow::record(uint32_t sig, const blas::Operand* ops, int n) noexcept {
   try {
-    std::lock_guard<std::mutex> lock(mu_);
-    Seen seen;
-    for (int i = 0; i < n; ++i) {
-      if (!ops[i].read || !ops[i].bytes) continue;
-      const auto lo = reinterpret_cast<uintptr_t>(ops[i].ptr);
-      link_reads(sig, lo, lo + ops[i].bytes, seen);
+    Locked lock(mu_);
+    // Reads first: a call that reads and writes the same bytes (C of a GEMM with beta != 0, y of
+    // an axpy) reads the version before its own.
+    if (!ranges_.empty()) {
+      Producers from;
+      for (int i = 0; i < n; ++i) {
+        if (!ops[i].read || !ops[i].bytes) continue;
+        const auto lo = reinterpret_cast<uintptr_t>(ops[i].ptr);
+        link_reads(i, lo, lo + ops[i].bytes, from);
+      }
+      for (int j = 0; j < from.count; ++j) add_edge(from.at[j].sig, sig, from.at[j].operands, from.at[j].bytes);
     }
     for (int i = 0; i < n; ++i) {
       if (!ops[i].written || !ops[i].bytes) continue;
@@ -61,37 +228,62 @@ void Dataflow::record(uint32_t sig, const blas::Operand* ops, int n) noexcept {
   }
 }
 
-void Dataflow::add_edge(uint64_t key) noexcept {
-  if (key == last_edge_) {
-    ++last_count_;
-    return;
+void Dataflow::forget(const void* p, size_t bytes) noexcept {
+  const auto lo = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t hi = lo + bytes;
+  if (!pages_.any(lo, hi)) return;
+  try {
+    Locked lock(mu_);
+    cut(lo, hi);
+    // The block's own pages hold nothing now; the pages it shares at its ends may.
+    pages_.remove_inside(lo, hi);
+    constexpr uintptr_t kPage = uintptr_t{1} << PageSet::kPageBits;
+    for (const uintptr_t page : {lo & ~(kPage - 1), (hi - 1) & ~(kPage - 1)})
+      if (!touches(page, page + kPage)) pages_.remove_inside(page, page + kPage);
+  } catch (...) {
+    // A range cut in two needs a node: without memory, the block keeps a stale writer.
   }
-  flush_edge();
-  last_edge_ = key;
-  last_count_ = 1;
-}
-
-void Dataflow::flush_edge() const {
-  if (last_count_) edges_[last_edge_] += last_count_;
-  last_count_ = 0;
 }
 
 std::vector<Dataflow::Edge> Dataflow::edges() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  flush_edge();
+  Locked lock(mu_);
   std::vector<Edge> out;
   out.reserve(edges_.size());
-  for (const auto& [key, count] : edges_)
-    out.push_back(Edge{static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key), count});
+  for (const auto& [key, e] : edges_)
+    out.push_back(Edge{static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key), e.calls, e.bytes, e.operands});
   return out;
 }
 
-void Dataflow::clear() noexcept {
-  std::lock_guard<std::mutex> lock(mu_);
+void Dataflow::reset() noexcept {
   ranges_.clear();
   edges_.clear();
-  last_edge_ = ~uint64_t{0};
-  last_count_ = 0;
+  last_key_ = ~uint64_t{0};
+  last_ = nullptr;
+  pages_.clear();
+}
+
+void Dataflow::clear() noexcept {
+  Locked lock(mu_);
+  reset();
+}
+
+// The forking thread holds the lock from the prepare handler to the parent's or child's: frees it
+// makes meanwhile (other libraries' fork handlers free) must not be observed, or the observer
+// would wait for the lock this thread holds. Hence the quiet count, held as long as the lock.
+void Dataflow::lock_for_fork() noexcept {
+  ++alloc::t_quiet;
+  mu_.lock();
+}
+
+void Dataflow::unlock_in_parent() noexcept {
+  mu_.unlock();
+  --alloc::t_quiet;
+}
+
+void Dataflow::reset_in_child() noexcept {
+  reset();
+  mu_.unlock();
+  --alloc::t_quiet;
 }
 
 }  // namespace sol::capture::trace

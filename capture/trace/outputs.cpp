@@ -346,22 +346,52 @@ std::string dot_escape(const std::string& s) {
   return out;
 }
 
+// "x3: 64x128 f32, 32.0 KiB": how many calls read along the edge (when more than one), the shapes
+// of the operands that read, and the bytes each call read.
+std::string edge_label(const Signature& to, const Dataflow::Edge& e) {
+  std::string label = e.calls > 1 ? "x" + u64s(e.calls) + ": " : "";
+  std::string shapes;
+  for (size_t i = 0; i < to.operands.size() && i < Dataflow::kMaxOperands; ++i)
+    if (e.operands >> i & 1) shapes += (shapes.empty() ? "" : " + ") + to.operands[i];
+  if (!shapes.empty()) label += shapes + ", ";
+  return label + human_bytes(e.bytes / (e.calls ? e.calls : 1));
+}
+
+// Nodes are the signatures that compute. oneDNN's set-up calls (op dnnl_api: descriptors, memory
+// objects, engines) have no operands and so no edges; as in `sol report` they are left out, and
+// the graph's label says how many (`sol report --setup` lists them).
 std::string graph(State& s, const Merged& m, const std::vector<uint32_t>& sig_order) {
+  std::vector<bool> shown(m.sigs.size());
+  uint64_t setup_sigs = 0, setup_calls = 0;
+  for (uint32_t id : sig_order) {
+    if (s.sigs[id].op == op_name(Op::dnnl_api)) {
+      ++setup_sigs;
+      setup_calls += m.sigs[id].calls;
+    } else {
+      shown[id] = true;
+    }
+  }
   std::string out =
       "digraph sol_dataflow {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n";
-  out += "  label=\"" + dot_escape(s.tag) +
-         ": an edge A -> B when a call of B read memory a call of A wrote\";\n";
+  out += "  label=\"" + dot_escape(s.tag) + ": an edge A -> B when calls of B read bytes whose latest write was by A";
+  if (setup_sigs)
+    out += "\\n" + u64s(setup_sigs) + " oneDNN set-up signatures (" + u64s(setup_calls) +
+           " calls) not shown (sol report --setup lists them)";
+  out += "\";\n";
   for (uint32_t id : sig_order) {
+    if (!shown[id]) continue;
     const Signature& g = s.sigs[id];
     out += "  s" + std::to_string(id) + " [label=\"" + dot_escape(symbol_name(g.sym)) + "\\n" +
            dot_escape(g.op) + " " + dot_escape(g.dtype) + "\\n" + dot_escape(g.shape) + "\\n" +
            u64s(m.sigs[id].calls) + " calls\"];\n";
   }
-  for (const auto& e : s.dataflow.edges()) {
-    if (e.from >= m.sigs.size() || e.to >= m.sigs.size() || !m.sigs[e.from].calls || !m.sigs[e.to].calls)
-      continue;
-    out += "  s" + std::to_string(e.from) + " -> s" + std::to_string(e.to) + " [label=\"" + u64s(e.count) +
-           "\"];\n";
+  std::vector<Dataflow::Edge> edges = s.dataflow.edges();
+  std::sort(edges.begin(), edges.end(),
+            [](const auto& a, const auto& b) { return a.from != b.from ? a.from < b.from : a.to < b.to; });
+  for (const auto& e : edges) {
+    if (e.from >= shown.size() || e.to >= shown.size() || !shown[e.from] || !shown[e.to]) continue;
+    out += "  s" + std::to_string(e.from) + " -> s" + std::to_string(e.to) + " [label=\"" +
+           dot_escape(edge_label(s.sigs[e.to], e)) + "\"];\n";
   }
   return out + "}\n";
 }

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "capture/alloc/observers.hpp"
 #include "capture/blas/blas.hpp"
 #include "capture/dnn/operands.hpp"
 #include "capture/ir/dnn.hpp"
@@ -382,10 +383,18 @@ struct Problem {
   size_t shape_len;
 };
 
+// A call's memory operands, and for a DNN node the tensor each one is.
+struct Operands {
+  blas::Operand ops[Dataflow::kMaxOperands];
+  const dnn::Tensor* tensors[Dataflow::kMaxOperands];
+  int count = 0;
+};
+
 // The signature of a call, through the thread's cache keyed by `h` (a hash of everything the
 // signature depends on). Only a miss renders text and takes the global lock.
-const Signature* signature(State& s, ThreadState& t, uint64_t h, Sym sym, const Problem& p,
-                           const char* backend, uint32_t& id) {
+const Signature* signature(State& s, ThreadState& t, uint64_t h, const Node& node, const Problem& p,
+                           const Operands& ops, const char* backend, uint32_t& id) {
+  const Sym sym = node.sym;
   auto& slot = t.sig_cache[h % ThreadState::kCache];
   if (slot.hash == h) {
     id = slot.id;
@@ -404,8 +413,12 @@ const Signature* signature(State& s, ThreadState& t, uint64_t h, Sym sym, const 
       head.lit("\n,{\"name\":\"").str(symbol_name(sym)).lit("\",\"cat\":\"").str(api_name(symbol_api(sym)));
       head.lit("\",\"ph\":\"X\",\"args\":{\"op\":").json(p.op).lit(",\"dtype\":\"").str(p.dtype);
       head.lit("\",\"shape\":").json(shape.c_str()).lit(",\"backend\":\"").str(backend).lit("\"");
-      s.sigs.push_back(
-          Signature{sym, p.op, p.dtype, std::move(shape), backend, std::string(head.data(), head.size())});
+      // Operand shapes by position, for the dataflow graph's edge labels: a signature fixes them.
+      std::vector<std::string> shapes;
+      for (int i = 0; i < ops.count; ++i)
+        shapes.push_back(node.dnn ? tensor_shape(*ops.tensors[i]) : operand_shape(node, ops.ops[i]));
+      s.sigs.push_back(Signature{sym, p.op, p.dtype, std::move(shape), backend,
+                                 std::string(head.data(), head.size()), std::move(shapes)});
     }
     id = it->second;
     sig = &s.sigs[id];
@@ -436,6 +449,12 @@ const ThreadState::ParamsEntry& params_text(ThreadState& t, const Node& node) {
   return slot;
 }
 
+// The free observer (capture/alloc): a block the program gives back forgets what calls wrote in it,
+// so that the next owner of those addresses does not inherit their writers.
+void forget_freed(void* p, size_t bytes) noexcept {
+  if (State* s = g_state.load(std::memory_order_acquire)) s->dataflow.forget(p, bytes);
+}
+
 // pthread_atfork: the tables are locked across fork() so the child gets them consistent, then the
 // child starts its own trace: new pid and tag, empty counters, files created at its first call.
 void before_fork() {
@@ -444,11 +463,14 @@ void before_fork() {
   s->open_mu.lock();
   s->mu.lock();
   for (ThreadState* t : s->threads) t->mu.lock();
+  // Last: a thread holding one of the locks above may free, and the free observer takes this one.
+  s->dataflow.lock_for_fork();
 }
 
 void after_fork_parent() {
   State* s = g_state.load(std::memory_order_acquire);
   if (!s) return;
+  s->dataflow.unlock_in_parent();
   for (ThreadState* t : s->threads) t->mu.unlock();
   s->mu.unlock();
   s->open_mu.unlock();
@@ -457,6 +479,9 @@ void after_fork_parent() {
 void after_fork_child() {
   State* s = g_state.load(std::memory_order_acquire);
   if (!s) return;
+  // First, before anything below frees: the observer of those frees takes the dataflow's lock.
+  s->dataflow.reset_in_child();
+  alloc::add(forget_freed);  // the parent may have finished (and stopped observing) before fork
   for (ThreadState* t : s->threads) t->mu.unlock();
   // The parent's threads do not exist here; their states stay allocated but unlisted.
   s->threads.clear();
@@ -467,7 +492,6 @@ void after_fork_child() {
   s->open_mu.unlock();
   s->seq.store(0, std::memory_order_relaxed);
   s->finished.store(false, std::memory_order_release);
-  s->dataflow.clear();
   set_identity(*s);
 }
 
@@ -532,6 +556,8 @@ bool start(const config::Config& cfg) noexcept {
   }
   g_state.store(s, std::memory_order_release);
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  if (!alloc::add(forget_freed))
+    log::write(log::Level::warn, "cannot observe freed memory; the dataflow graph may link calls through reused memory");
   if (cfg.trace_toggle != "none") {
     struct sigaction act{};
     act.sa_handler = toggle_recording;
@@ -592,8 +618,7 @@ void Span::finish(const Node& node, const char* backend) noexcept {
       mix(mix(1469598103934665603ull, static_cast<uint64_t>(node.sym)), reinterpret_cast<uintptr_t>(backend));
   Problem p{op_name(node.op), dtype_name(node.dtype), "", 0};
   double flops = 0, bytes = 0;
-  blas::Operand ops[16];
-  int nops = 0;
+  Operands ops;
   const bool is_blas = op_family(node.op)[0] == 'b';
   if (node.dnn) {
     const dnn::Desc& d = *node.dnn->desc;
@@ -602,7 +627,7 @@ void Span::finish(const Node& node, const char* backend) noexcept {
     h = mix(h, static_cast<uint64_t>(d.dtype));
     flops = d.flops;
     bytes = d.bytes;
-    nops = dnn::operands(*node.dnn, ops, 16);
+    ops.count = dnn::operands(*node.dnn, ops.ops, Dataflow::kMaxOperands, ops.tensors);
   } else if (is_blas) {
     const BlasArgs& b = node.blas;
     for (int64_t v : {b.m, b.n, b.k, b.kl, b.ku}) h = mix(h, static_cast<uint64_t>(v));
@@ -611,8 +636,8 @@ void Span::finish(const Node& node, const char* backend) noexcept {
                    static_cast<uint64_t>(static_cast<unsigned char>(b.side)) << 24 |
                    static_cast<uint64_t>(static_cast<unsigned char>(b.diag)) << 32 |
                    static_cast<uint64_t>(static_cast<unsigned char>(b.layout)) << 40);
-    nops = blas::operands(node, ops);
-    const blas::Cost cost = blas::cost(node, ops, nops);
+    ops.count = blas::operands(node, ops.ops);
+    const blas::Cost cost = blas::cost(node, ops.ops, ops.count);
     flops = cost.flops;
     bytes = cost.bytes;
   }
@@ -628,7 +653,7 @@ void Span::finish(const Node& node, const char* backend) noexcept {
       p.shape = shape.data();
       p.shape_len = shape.size();
     }
-    sig = signature(*s, *t, h, node.sym, p, backend, sig_id);
+    sig = signature(*s, *t, h, node, p, ops, backend, sig_id);
   } catch (...) {
     return;
   }
@@ -676,13 +701,14 @@ void Span::finish(const Node& node, const char* backend) noexcept {
     t->sites[site_].total_ns += dur;
   } catch (...) {
   }
-  if (nops) s->dataflow.record(sig_id, ops, nops);
+  if (ops.count) s->dataflow.record(sig_id, ops.ops, ops.count);
 }
 
 void finish_process(const char* how) noexcept {
   State* s = g_state.load(std::memory_order_acquire);
   if (!s || s->pid != ::getpid()) return;  // a vfork child shares our memory: leave it alone
   if (s->finished.exchange(true, std::memory_order_acq_rel)) return;
+  alloc::remove(forget_freed);  // nothing records any more: frees need not cost anything
   if (s->files.load(std::memory_order_acquire) <= 0) return;
   {
     // Every thread's last events, then the end of the array.

@@ -118,3 +118,32 @@ void blas_params(const Node& node, Text& out) noexcept {
 }
 
 }  // namespace sol::capture::trace
+
+namespace sol::capture::trace {
+
+std::string operand_shape(const Node& node, const blas::Operand& op) {
+  using blas::Shape;
+  std::string s;
+  switch (op.shape) {
+    case Shape::scalar:
+    case Shape::vector: s = std::to_string(op.n); break;
+    case Shape::packed: s = std::to_string(op.n) + "x" + std::to_string(op.n); break;
+    case Shape::triangle: s = std::to_string(op.rows) + "x" + std::to_string(op.rows); break;
+    case Shape::general:
+    case Shape::band: {
+      // Operands are described column-major; a row-major caller's m x n matrix is their n x m.
+      const bool row = node.blas.layout == 'R';
+      s = std::to_string(row ? op.cols : op.rows) + "x" + std::to_string(row ? op.rows : op.cols);
+      break;
+    }
+  }
+  return s + " " + dtype_name(node.dtype);
+}
+
+std::string tensor_shape(const dnn::Tensor& t) {
+  std::string s;
+  for (int d = 0; d < t.desc.layout.ndims; ++d) s += (d ? "x" : "") + std::to_string(t.desc.layout.dims[d]);
+  return s + " " + dtype_name(t.desc.dtype);
+}
+
+}  // namespace sol::capture::trace

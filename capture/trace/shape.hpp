@@ -2,6 +2,10 @@
 // summaries) and its parameters (leading dimensions, increments, scalars).
 #pragma once
 
+#include <string>
+
+#include "capture/blas/blas.hpp"
+#include "capture/ir/dnn.hpp"
 #include "capture/ir/node.hpp"
 #include "capture/trace/text.hpp"
 
@@ -11,5 +15,10 @@ namespace sol::capture::trace {
 void blas_shape(const Node& node, Text& out) noexcept;
 // "lda=128 ldb=512 ldc=128 alpha=1 beta=0".
 void blas_params(const Node& node, Text& out) noexcept;
+
+// An operand as the dataflow graph's edges name it: "64x128 f32" (a matrix, rows x columns in
+// the caller's layout), "128 f32" (a vector); a DNN tensor by its logical dims, "16x8x24x24 f32".
+std::string operand_shape(const Node& node, const blas::Operand& op);
+std::string tensor_shape(const dnn::Tensor& t);
 
 }  // namespace sol::capture::trace

@@ -34,6 +34,8 @@ struct Signature {
   std::string op, dtype, shape, backend;
   // The part of its trace events that never changes: "\n,{"name":...,"args":{"op":...,"backend":"native""
   std::string head;
+  // Its memory operands' shapes, by position ("64x128 f32"): the labels of dataflow edges.
+  std::vector<std::string> operands;
 };
 
 // A call site: the stack (innermost first) and the symbol it called.

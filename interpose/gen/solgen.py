@@ -610,9 +610,10 @@ def generate(blas_path, dnnl_path, out_dir):
     # Not intercepted primitives but process hooks: a traced process that ends with _exit still
     # writes its summaries (interpose/exit_hooks.cpp); SOL's SIGSEGV handler for guarded pages stays
     # first when the program installs its own (interpose/signal_hooks.cpp); a traced thread that
-    # runs no Python names the Python code that started it (interpose/thread_hooks.cpp).
+    # runs no Python names the Python code that started it (interpose/thread_hooks.cpp); memory
+    # given back is observed (interpose/alloc_hooks.cpp).
     exports += [("_exit", "hook"), ("_Exit", "hook"), ("sigaction", "hook"), ("signal", "hook"),
-                ("pthread_create", "hook")]
+                ("pthread_create", "hook"), ("free", "hook"), ("realloc", "hook"), ("munmap", "hook")]
 
     names = [e[0] for e in exports]
     dup = {n for n in names if names.count(n) > 1}
