@@ -31,23 +31,33 @@ PageSet::~PageSet() {
   }
 }
 
-template <class F>
-bool PageSet::words(Word* bits, uint64_t first, uint64_t last, F f) noexcept {
+template <class Get, class F>
+bool PageSet::each_word(uint64_t first, uint64_t last, Get bitmap, F f) noexcept {
   for (uint64_t page = first; page <= last;) {
-    const uint64_t in_region = page & (kPagesPerRegion - 1);
-    const unsigned bit = in_region & 63;
-    const uint64_t n = std::min<uint64_t>(64 - bit, last - page + 1);
-    const uint64_t mask = (n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1) << bit;
-    if (f(bits[in_region >> 6], mask)) return true;
-    page += n;
+    const uint64_t r = page / kPagesPerRegion;
+    const uint64_t end = std::min(last, (r + 1) * kPagesPerRegion - 1);
+    if (Word* bits = bitmap(r)) {
+      for (uint64_t p = page; p <= end;) {
+        const uint64_t in_region = p & (kPagesPerRegion - 1);
+        const unsigned bit = in_region & 63;
+        const uint64_t n = std::min<uint64_t>(64 - bit, end - p + 1);
+        if (f(bits[in_region >> 6], (n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1) << bit)) return true;
+        p += n;
+      }
+    }
+    page = end + 1;
   }
   return false;
 }
 
-PageSet::Word* PageSet::region(uint64_t r, bool make) noexcept {
+PageSet::Word* PageSet::bitmap(uint64_t r) const noexcept {
+  const auto* table = table_.load(std::memory_order_acquire);
+  return table ? table[r].load(std::memory_order_acquire) : nullptr;
+}
+
+PageSet::Word* PageSet::make_bitmap(uint64_t r) noexcept {
   auto* table = table_.load(std::memory_order_acquire);
   if (!table) {
-    if (!make) return nullptr;
     // calloc: the kernel's zero pages, touched only where a region is used (4 KiB per 512 GiB).
     // std::atomic<Word*> is a pointer that zero bytes make null.
     table = static_cast<std::atomic<Word*>*>(std::calloc(kRegions, sizeof(std::atomic<Word*>)));
@@ -55,7 +65,7 @@ PageSet::Word* PageSet::region(uint64_t r, bool make) noexcept {
     table_.store(table, std::memory_order_release);
   }
   Word* bits = table[r].load(std::memory_order_acquire);
-  if (!bits && make) {
+  if (!bits) {
     bits = new (std::nothrow) Word[kPagesPerRegion / 64]();
     if (!bits) return nullptr;
     try {
@@ -72,54 +82,38 @@ PageSet::Word* PageSet::region(uint64_t r, bool make) noexcept {
 bool PageSet::any(uintptr_t lo, uintptr_t hi) const noexcept {
   if (hi <= lo) return false;
   if (everywhere_.load(std::memory_order_relaxed) || (hi - 1) >> kAddressBits) return true;
-  const auto* table = table_.load(std::memory_order_acquire);
-  if (!table) return false;
-  const uint64_t last = (hi - 1) >> kPageBits;
-  for (uint64_t page = lo >> kPageBits; page <= last;) {
-    const uint64_t r = page / kPagesPerRegion;
-    const uint64_t end = std::min(last, (r + 1) * kPagesPerRegion - 1);
-    if (Word* bits = table[r].load(std::memory_order_acquire))
-      if (words(bits, page, end, [](Word& w, uint64_t mask) { return (w.load(std::memory_order_relaxed) & mask) != 0; }))
-        return true;
-    page = end + 1;
-  }
-  return false;
+  return each_word(
+      lo >> kPageBits, (hi - 1) >> kPageBits, [this](uint64_t r) { return bitmap(r); },
+      [](Word& w, uint64_t mask) { return (w.load(std::memory_order_relaxed) & mask) != 0; });
 }
 
 void PageSet::add(uintptr_t lo, uintptr_t hi) noexcept {
   if (hi <= lo || (hi - 1) >> kAddressBits) return;  // any() answers yes up there
-  const uint64_t last = (hi - 1) >> kPageBits;
-  for (uint64_t page = lo >> kPageBits; page <= last;) {
-    const uint64_t r = page / kPagesPerRegion;
-    const uint64_t end = std::min(last, (r + 1) * kPagesPerRegion - 1);
-    Word* bits = region(r, true);
-    if (!bits) {
-      everywhere_.store(true, std::memory_order_relaxed);
-      return;
-    }
-    words(bits, page, end, [](Word& w, uint64_t mask) {
-      w.fetch_or(mask, std::memory_order_relaxed);
-      return false;
-    });
-    page = end + 1;
-  }
+  each_word(
+      lo >> kPageBits, (hi - 1) >> kPageBits,
+      [this](uint64_t r) {
+        Word* bits = make_bitmap(r);
+        if (!bits) everywhere_.store(true, std::memory_order_relaxed);
+        return bits;
+      },
+      [](Word& w, uint64_t mask) {
+        w.fetch_or(mask, std::memory_order_relaxed);
+        return false;
+      });
 }
 
 void PageSet::remove_inside(uintptr_t lo, uintptr_t hi) noexcept {
-  const uint64_t first = (lo + (uintptr_t{1} << kPageBits) - 1) >> kPageBits;  // lo's page if lo starts it
-  if (hi < (uintptr_t{1} << kPageBits) || (hi - 1) >> kAddressBits) return;
-  const uint64_t last = (hi >> kPageBits) - 1;  // the page before hi's, unless hi ends it
+  constexpr uintptr_t kPage = uintptr_t{1} << kPageBits;
+  if (hi < kPage || (hi - 1) >> kAddressBits) return;
+  const uint64_t first = (lo + kPage - 1) >> kPageBits;  // lo's page if lo starts it, else the next
+  const uint64_t last = (hi >> kPageBits) - 1;           // hi's page if hi ends it, else the one before
   if (first > last) return;
-  for (uint64_t page = first; page <= last;) {
-    const uint64_t r = page / kPagesPerRegion;
-    const uint64_t end = std::min(last, (r + 1) * kPagesPerRegion - 1);
-    if (Word* bits = region(r, false))
-      words(bits, page, end, [](Word& w, uint64_t mask) {
+  each_word(
+      first, last, [this](uint64_t r) { return bitmap(r); },
+      [](Word& w, uint64_t mask) {
         w.fetch_and(~mask, std::memory_order_relaxed);
         return false;
       });
-    page = end + 1;
-  }
 }
 
 void PageSet::clear() noexcept {

@@ -46,11 +46,13 @@ class PageSet {
   static constexpr uint64_t kPagesPerRegion = uint64_t{1} << (kRegionBits - kPageBits);
   static constexpr size_t kRegions = size_t{1} << (kAddressBits - kRegionBits);
   using Word = std::atomic<uint64_t>;
-  // Calls f(word, mask) for each word of a region's `bits` that covers some of its pages [first,
-  // last], the mask selecting those pages; stops at the first f that returns true.
-  template <class F>
-  static bool words(Word* bits, uint64_t first, uint64_t last, F f) noexcept;
-  Word* region(uint64_t r, bool make) noexcept;
+  // Calls f(word, mask) for each bitmap word that covers some of the pages [first, last], the
+  // mask selecting those pages, in the regions for which bitmap(region) gives one; stops at the
+  // first f that returns true, and says whether one did.
+  template <class Get, class F>
+  static bool each_word(uint64_t first, uint64_t last, Get bitmap, F f) noexcept;
+  Word* bitmap(uint64_t r) const noexcept;
+  Word* make_bitmap(uint64_t r) noexcept;
 
   std::atomic<std::atomic<Word*>*> table_{nullptr};  // kRegions entries, zeroed pages from calloc
   std::vector<uint64_t> made_;                       // regions that have a bitmap
