@@ -3,13 +3,13 @@
 // SIGSEGV handler afterwards (Python's faulthandler, a JVM, a crash reporter) gets it recorded
 // as the next handler: it sees every fault that is not SOL's, and reads back what it set. Until
 // then, and for every other signal, both are libc's.
-#include <dlfcn.h>
 #include <signal.h>
 
 #include <atomic>
 
 #include "capture/lazy/guard.hpp"
 #include "common/macros.hpp"
+#include "interpose/next_symbol.hpp"
 
 namespace {
 
@@ -17,12 +17,7 @@ using SignalFn = sighandler_t (*)(int, sighandler_t);
 std::atomic<SignalFn> g_signal{nullptr};
 
 SignalFn libc_signal() noexcept {
-  SignalFn fn = g_signal.load(std::memory_order_acquire);
-  if (!fn) {
-    fn = reinterpret_cast<SignalFn>(dlsym(RTLD_NEXT, "signal"));
-    g_signal.store(fn, std::memory_order_release);
-  }
-  return fn;
+  return sol::interpose::next_symbol(g_signal, "signal");
 }
 
 }  // namespace

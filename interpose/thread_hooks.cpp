@@ -1,7 +1,6 @@
 // pthread_create, interposed so that a thread that runs no Python (an OpenMP pool's, a library's
 // own worker) can name the Python frames that started it in a traced process's stacks. Outside
 // trace mode, or in a process without Python, it is libc's with one check in front.
-#include <dlfcn.h>
 #include <pthread.h>
 
 #include <atomic>
@@ -10,6 +9,7 @@
 
 #include "capture/trace/trace.hpp"
 #include "common/macros.hpp"
+#include "interpose/next_symbol.hpp"
 
 namespace {
 
@@ -17,12 +17,7 @@ using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), vo
 std::atomic<CreateFn> g_create{nullptr};
 
 CreateFn libc_create() noexcept {
-  CreateFn fn = g_create.load(std::memory_order_acquire);
-  if (!fn) {
-    fn = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
-    g_create.store(fn, std::memory_order_release);
-  }
-  return fn;
+  return sol::interpose::next_symbol(g_create, "pthread_create");
 }
 
 struct Start {
