@@ -108,6 +108,9 @@ using capture::Sym;
 namespace dnnl {
 void submit(capture::Node& node, capture::NativeFn native) noexcept;
 }
+namespace cudnn {
+void submit(capture::Node& node, capture::NativeFn native) noexcept;
+}
 
 // Process-wide state. 0: initialised, nothing to capture. Otherwise a set of these bits.
 enum ModeBits : uint32_t {
@@ -184,6 +187,13 @@ class SlowCall {
   template <class F>
   void run_dnnl(F&& native) noexcept {
     dnnl::submit(node(), capture::NativeFn(native));
+  }
+
+  // cuDNN calls: through the cuDNN frontend (interpose/cudnn), which keeps the backend
+  // descriptors and makes executions DNN nodes timed on the device.
+  template <class F>
+  void run_cudnn(F&& native) noexcept {
+    cudnn::submit(node(), capture::NativeFn(native));
   }
 
   template <class F>

@@ -552,6 +552,9 @@ bool executor_always_native(Sym sym, const void* native) noexcept {
   if (!ex) return true;
   if (ex->verify) return false;  // every call is looked at
   const Op op = symbol_op(sym);
+  // cuDNN's entry points run on the GPU, where no SOL backend takes them: only tracing and the
+  // call log look at them (capture::always_native asks those first).
+  if (symbol_api(sym) == Api::cudnn) return true;
   // oneDNN's entry points: every one of them goes through the frontend as soon as a DNN node
   // may run anywhere but natively (primitives must be described when they are created).
   if (!is_blas(op)) return ex->router.dnn_always_native();

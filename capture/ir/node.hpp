@@ -164,9 +164,10 @@ struct DnnlExec {
 
 // Any other oneDNN call: its first parameters as raw bits (pointers, integers, enums, floats; the
 // C API passes nothing larger by value). The trace layer reads the few it needs
-// (dnnl_primitive_create's primitive and descriptor, say).
+// (dnnl_primitive_create's primitive and descriptor, say). cuDNN calls use it too, with up to 16
+// parameters (the spec's `keep` picks them for longer functions; interpose/cudnn).
 struct DnnlCall {
-  static constexpr int kMaxArgs = 6;
+  static constexpr int kMaxArgs = 16;
   uint64_t raw[kMaxArgs];
   int nargs;  // parameters of the function (may exceed kMaxArgs)
 

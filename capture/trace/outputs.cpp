@@ -85,6 +85,9 @@ Merged merge(State& s) {
       for (size_t i = 0; i < t->sigs.size() && i < m.sigs.size(); ++i) {
         const SigStats& a = t->sigs[i];
         SigStats& b = m.sigs[i];
+        // Device time may be reported by a thread that made none of the signature's calls.
+        b.device_calls += a.device_calls;
+        b.device_ns += a.device_ns;
         if (!a.calls) continue;
         b.calls += a.calls;
         b.total_ns += a.total_ns;
@@ -238,7 +241,10 @@ std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>&
     json_str(out, g.backend);
     out += ", \"calls\": " + u64s(st.calls) + ", \"total_ns\": " + u64s(st.total_ns) +
            ", \"min_ns\": " + u64s(st.min_ns) + ", \"max_ns\": " + u64s(st.max_ns) +
-           ", \"flops\": " + nums(st.flops) + ", \"bytes\": " + nums(st.bytes) + "}";
+           ", \"flops\": " + nums(st.flops) + ", \"bytes\": " + nums(st.bytes);
+    // Work timed on a device (cuDNN executions): its calls and their device time.
+    if (st.device_calls) out += ", \"device_calls\": " + u64s(st.device_calls) + ", \"device_ns\": " + u64s(st.device_ns);
+    out += "}";
   }
   out += "\n  ],\n  \"sites\": [";
   first = true;
@@ -292,6 +298,23 @@ std::string summary_text(State& s, const Merged& m, const std::vector<uint32_t>&
                   m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0,
                   human_ns(st.total_ns / st.calls).c_str(), api_name(symbol_api(g.sym)),
                   symbol_name(g.sym), g.op.c_str(), g.dtype.c_str(), g.backend.c_str());
+    out += line + g.shape + "\n";
+  }
+  bool device_header = false;
+  for (uint32_t id : sig_order) {
+    const SigStats& st = m.sigs[id];
+    if (!st.device_calls) continue;
+    if (!device_header) {
+      out += "\nDevice time (work the calls queued on a GPU, timed there)\n";
+      std::snprintf(line, sizeof line, "%9s %11s %11s  %-24s %-20s %s\n", "calls", "device", "mean", "symbol", "op",
+                    "shape");
+      out += line;
+      device_header = true;
+    }
+    const Signature& g = s.sigs[id];
+    std::snprintf(line, sizeof line, "%9llu %11s %11s  %-24s %-20s ", static_cast<unsigned long long>(st.device_calls),
+                  human_ns(st.device_ns).c_str(), human_ns(st.device_ns / st.device_calls).c_str(),
+                  symbol_name(g.sym), g.op.c_str());
     out += line + g.shape + "\n";
   }
   if (!site_order.empty() && (site_order.size() > 1 || site_order[0] != 0)) {

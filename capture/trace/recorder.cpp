@@ -35,6 +35,7 @@ namespace {
 std::atomic<State*> g_state{nullptr};
 constinit SOL_TLS ThreadState* t_thread = nullptr;
 constinit SOL_TLS const ThreadOrigin* t_origin = nullptr;  // see adopt_thread_origin()
+constinit SOL_TLS CallRef t_last{};                          // see last_call()
 
 uint64_t realtime_ns() noexcept {
   timespec t;
@@ -605,6 +606,7 @@ Span::Span(const Node& node) noexcept {
 }
 
 void Span::finish(const Node& node, const char* backend) noexcept {
+  t_last = CallRef{};
   if (!on_) return;
   const uint64_t t1 = monotonic_ns();
   State* s = g_state.load(std::memory_order_acquire);
@@ -702,6 +704,50 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   } catch (...) {
   }
   if (ops.count) s->dataflow.record(sig_id, ops.ops, ops.count);
+  t_last = CallRef{sig_id, seq, site_};
+}
+
+CallRef last_call() noexcept {
+  return t_last;
+}
+
+void device_span(const CallRef& call, const char* track, uint64_t start_ns, uint64_t dur_ns) noexcept {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (!call.seq || !s || s->finished.load(std::memory_order_relaxed) || s->files.load(std::memory_order_acquire) <= 0)
+    return;
+  ThreadState* t = thread_state(*s);
+  if (!t) return;
+  const Signature* sig;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (call.sig >= s->sigs.size()) return;
+    sig = &s->sigs[call.sig];  // a deque: stable
+  }
+  // On a track of its own: Chrome's viewer draws each (pid, tid) as a row, and a string tid
+  // names the row (Perfetto shows it as the thread's name).
+  char buf[1024];
+  Text e(buf, sizeof buf);
+  e.lit("\n,{\"name\":\"").str(symbol_name(sig->sym)).lit("\",\"cat\":\"device\",\"ph\":\"X\",\"args\":{\"op\":");
+  e.json(sig->op.c_str()).lit(",\"seq\":").u64(call.seq).lit(",\"site\":").u64(call.site);
+  e.lit("},\"pid\":").i64(s->pid).lit(",\"tid\":").json(track);
+  e.lit(",\"ts\":").usec(start_ns > s->start_mono_ns ? start_ns - s->start_mono_ns : 0).lit(",\"dur\":").usec(dur_ns);
+  e.ch('}');
+  try {
+    std::lock_guard<SpinLock> lock(t->mu);
+    if (!e.truncated()) {
+      if (t->out_used + e.size() > ThreadState::kOut) {
+        s->json.write(t->out, t->out_used);
+        t->out_used = 0;
+      }
+      std::memcpy(t->out + t->out_used, e.data(), e.size());
+      t->out_used += e.size();
+    }
+    if (t->sigs.size() <= call.sig) t->sigs.resize(call.sig + 1);
+    SigStats& st = t->sigs[call.sig];
+    ++st.device_calls;
+    st.device_ns += dur_ns;
+  } catch (...) {
+  }
 }
 
 void finish_process(const char* how) noexcept {

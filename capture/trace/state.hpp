@@ -60,6 +60,7 @@ struct Site {
 struct SigStats {
   uint64_t calls = 0, total_ns = 0, min_ns = UINT64_MAX, max_ns = 0;
   double flops = 0, bytes = 0;
+  uint64_t device_calls = 0, device_ns = 0;  // work timed on a device (trace::device_span)
 };
 
 struct SiteStats {

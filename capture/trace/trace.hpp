@@ -37,6 +37,22 @@ class Span {
   bool on_ = false;
 };
 
+// Device time. A call that queues work on a device (cudnnBackendExecute) is recorded like any
+// other, its host time being the launch; its frontend learns later, asynchronously, when the work
+// ran on the device, and reports it against the call's record.
+struct CallRef {
+  uint32_t sig = 0;   // signature id
+  uint64_t seq = 0;   // the event's "seq"; 0: no record (not traced, filtered out, failed)
+  uint32_t site = 0;  // the call's stack
+};
+// The record the calling thread's last Span::finish() wrote.
+CallRef last_call() noexcept;
+// The device ran the work of `call` from `start_ns` (monotonic clock, estimated by the frontend)
+// for `dur_ns`, on `track` (a short static name: "cuda:0 stream 0x5571..."): an event on that
+// track of trace.json, and the signature's device time in the summaries. Any thread may call it
+// until the process's trace is finished.
+void device_span(const CallRef& call, const char* track, uint64_t start_ns, uint64_t dur_ns) noexcept;
+
 // Where a thread was started from, for the stacks of a thread that runs no Python: the Python
 // frames of the thread that created it (interned; never freed).
 struct ThreadOrigin;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates SOL's interposition wrappers from the API specs (Python standard library only).
 
-    solgen.py --blas interpose/spec/blas.toml --dnnl interpose/spec/dnnl.toml --out DIR
+    solgen.py --blas interpose/spec/blas.toml --dnnl interpose/spec/dnnl.toml [--cudnn interpose/spec/cudnn.toml] --out DIR
 
 writes into DIR:
     symbols.inc      X-macro list of every native symbol: SOL_SYMBOL(id, api, op, dtype)
@@ -9,6 +9,8 @@ writes into DIR:
     fortran_call.cpp capture::blas::call_fortran() and fortran_routine(): a node through a Fortran routine
     blas_cblas.cpp   CBLAS wrappers
     dnnl.cpp         oneDNN C API wrappers
+    cudnn.cpp        cuDNN wrappers (with --cudnn), and cudnn_slots.hpp: where each parameter of a
+                     cuDNN call sits among the raw arguments the wrapper records
     exports.map      linker version script: exactly the wrapper names are exported
     exports.txt      one exported name per line with its API family (read by tests)
 
@@ -449,6 +451,45 @@ def dnnl_fill(fn):
     return lines
 
 
+# ------------------------------------------------------------------------------------ cuDNN
+
+class CudnnFn(DnnlFn):
+    SIG = re.compile(r"^(?P<ret>.+?)\s*\b(?P<name>cudnn\w+)\s*\((?P<params>.*)\)$")
+    MAX_ARGS = 16  # sol::capture::DnnlCall::kMaxArgs
+
+    def __init__(self, entry):
+        super().__init__(entry)
+        names = [n for _, n in self.params]
+        keep = entry.get("keep")
+        self.keep = keep.split() if keep else names
+        unknown = [k for k in self.keep if k not in names]
+        if unknown:
+            raise SystemExit("cudnn spec: %s: keep names no parameter %s" % (self.name, ", ".join(unknown)))
+        if len(self.keep) > self.MAX_ARGS:
+            raise SystemExit("cudnn spec: %s: %d parameters to record, at most %d (add keep)"
+                             % (self.name, len(self.keep), self.MAX_ARGS))
+
+
+def cudnn_fill(fn):
+    lines = ["auto& sol_dcall = sol_node.dnnl_call;", "sol_dcall.nargs = %d;" % len(fn.params)]
+    for i, name in enumerate(fn.keep):
+        lines.append("sol_dcall.set(%d, %s);" % (i, name))
+    return lines
+
+
+def emit_cudnn_slots(fns, path, src):
+    """Per function, the index of each recorded parameter in DnnlCall::raw, named as the header
+    names it: the frontend reads arguments by name, and a spec change is a compile error there."""
+    lines = [GENERATED.format(src=src), "#pragma once", "", "namespace sol::interpose::cudnn::slot {", ""]
+    for fn in fns:
+        lines.append("struct %s {" % fn.name)
+        lines.append("  enum : int { %s };" % ", ".join("%s = %d" % (n, i) for i, n in enumerate(fn.keep)))
+        lines.append("};")
+    lines += ["", "}  // namespace sol::interpose::cudnn::slot", ""]
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+
+
 # ------------------------------------------------------------------------------------ emit
 
 def c_call(params):
@@ -539,7 +580,7 @@ def file_footer(lines):
     return "\n".join(lines)
 
 
-def generate(blas_path, dnnl_path, out_dir):
+def generate(blas_path, dnnl_path, out_dir, cudnn_path=None):
     routines = load_blas(blas_path)
     with open(dnnl_path, "rb") as f:
         dnnl = [DnnlFn(e) for e in tomllib.load(f)["fn"]]
@@ -607,6 +648,24 @@ def generate(blas_path, dnnl_path, out_dir):
     with open(os.path.join(out_dir, "dnnl.cpp"), "w") as f:
         f.write(file_footer(dn))
 
+    # cuDNN (optional: built where the CUDA toolkit's cuDNN headers are)
+    if cudnn_path:
+        csrc = os.path.relpath(cudnn_path, os.path.dirname(os.path.dirname(os.path.dirname(cudnn_path))))
+        with open(cudnn_path, "rb") as f:
+            cudnn = [CudnnFn(e) for e in tomllib.load(f)["fn"]]
+        # Several cuDNN 9 entry points are deprecated; the wrappers must still define them.
+        cu = file_header(csrc, ['"interpose/frontend.hpp"', "<cudnn.h>"])
+        cu.insert(1, '#pragma GCC diagnostic ignored "-Wdeprecated-declarations"')
+        for fn in cudnn:
+            params = [("%s %s" % (ty, name), name) for ty, name in fn.params]
+            emit_wrapper(cu, sym=fn.name, index=len(symbols), export=fn.name, aliases=[], ret=fn.ret, params=params,
+                         op=fn.op, dtype=fn.dtype, fill=cudnn_fill(fn), header_checked=True, runner="run_cudnn")
+            symbols.append((fn.name, "cudnn", fn.op, fn.dtype, []))
+            exports.append((fn.name, "cudnn"))
+        with open(os.path.join(out_dir, "cudnn.cpp"), "w") as f:
+            f.write(file_footer(cu))
+        emit_cudnn_slots(cudnn, os.path.join(out_dir, "cudnn_slots.hpp"), csrc)
+
     # Not intercepted primitives but process hooks: a traced process that ends with _exit still
     # writes its summaries (interpose/exit_hooks.cpp); SOL's SIGSEGV handler for guarded pages stays
     # first when the program installs its own (interpose/signal_hooks.cpp); a traced thread that
@@ -641,10 +700,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--blas", required=True)
     ap.add_argument("--dnnl", required=True)
+    ap.add_argument("--cudnn")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    generate(args.blas, args.dnnl, args.out)
+    generate(args.blas, args.dnnl, args.out, args.cudnn)
 
 
 if __name__ == "__main__":
