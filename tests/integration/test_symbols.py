@@ -1,5 +1,6 @@
 """Nothing can go missing: libsol's dynamic symbols against the specs, the reference BLAS,
 cblas.h, oneDNN's header and what Debian's PyTorch imports."""
+import os
 import re
 import subprocess
 import tomllib
@@ -12,6 +13,10 @@ REFERENCE_BLAS = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3"
 CBLAS_H = "/usr/include/x86_64-linux-gnu/cblas-netlib.h"
 DNNL_H = "/usr/include/oneapi/dnnl/dnnl.h"
 TORCH = "/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13"
+CUDNN_INCLUDE = "/usr/local/cuda/include"
+CUDNN_LIB = "/usr/local/cuda/lib64/libcudnn.so.9"
+# libsol has the cuDNN frontend where the build found cuDNN 9's headers (CMakeLists.txt).
+CUDNN_BUILT = os.path.exists(os.path.join(CUDNN_INCLUDE, "cudnn_graph_v9.h"))
 
 # What the reference library exports that libsol must not define: the error handlers and helper
 # the program may override (xerbla_, cblas_xerbla), LSAME, and the reference CBLAS's internal
@@ -46,7 +51,14 @@ def spec_names():
     with open(SOURCE / "interpose" / "spec" / "dnnl.toml", "rb") as f:
         for fn in tomllib.load(f)["fn"]:
             names.add(re.search(r"(dnnl_\w+)\s*\(", fn["sig"]).group(1))
+    if CUDNN_BUILT:
+        names |= cudnn_spec_names()
     return names
+
+
+def cudnn_spec_names():
+    with open(SOURCE / "interpose" / "spec" / "cudnn.toml", "rb") as f:
+        return {re.search(r"(cudnn\w+)\s*\(", fn["sig"]).group(1) for fn in tomllib.load(f)["fn"]}
 
 
 # Process hooks: a traced process that ends with _exit still writes its summaries
@@ -97,3 +109,29 @@ def test_everything_pytorch_imports_from_onednn_is_intercepted(exported):
         pytest.skip("python3-torch is not installed")
     assert len(imported) > 50
     assert imported - exported == set()
+
+
+def test_cudnn_spec_matches_the_headers():
+    """Every wrapped cuDNN function is declared by cuDNN 9 (the wrappers compile against the headers,
+    which checks each signature), and the whole backend API and the handle calls are wrapped."""
+    if not CUDNN_BUILT:
+        pytest.skip("no cuDNN 9 headers")
+    declared = set()
+    for h in ("cudnn_graph_v9.h", "cudnn_ops_v9.h", "cudnn_cnn_v9.h", "cudnn_adv_v9.h"):
+        with open(os.path.join(CUDNN_INCLUDE, h)) as f:
+            declared |= set(re.findall(r"CUDNNWINAPI\s+(cudnn\w+)\s*\(", f.read()))
+    spec = cudnn_spec_names()
+    assert spec - declared == set()
+    backend = {n for n in declared if n.startswith("cudnnBackend")}
+    assert len(backend) >= 8
+    assert backend | {"cudnnCreate", "cudnnDestroy", "cudnnSetStream", "cudnnGetStream"} <= spec
+
+
+def test_cudnn_wrappers_resolve_in_the_real_library(exported):
+    """What libsol wraps, the installed libcudnn.so.9 defines (the wrappers forward there)."""
+    if not CUDNN_BUILT or not os.path.exists(CUDNN_LIB):
+        pytest.skip("no libcudnn.so.9")
+    defined = dynamic_symbols(CUDNN_LIB)
+    wrapped = {s for s in exported if s.startswith("cudnn")}
+    assert wrapped == cudnn_spec_names()
+    assert wrapped - defined == set()
