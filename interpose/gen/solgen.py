@@ -113,6 +113,13 @@ class Routine:
         return self.ret == "T" and self.elem in "cz"
 
 
+
+# interpose/syscall_hooks.cpp: the calls that hand memory to the kernel (or to libc's internal
+# read/write), made coherent with what the lazy executor guards first.
+SYSCALL_HOOKS = ["read", "write", "pread", "pread64", "pwrite", "pwrite64", "readv", "writev", "preadv",
+                 "pwritev", "preadv2", "pwritev2", "send", "sendto", "sendmsg", "recv", "recvfrom",
+                 "recvmsg", "fread", "fwrite", "fread_unlocked", "fwrite_unlocked", "madvise", "mprotect"]
+
 def load_blas(path):
     with open(path, "rb") as f:
         spec = tomllib.load(f)
@@ -614,6 +621,8 @@ def generate(blas_path, dnnl_path, out_dir):
     # given back is observed (interpose/alloc_hooks.cpp).
     exports += [("_exit", "hook"), ("_Exit", "hook"), ("sigaction", "hook"), ("signal", "hook"),
                 ("pthread_create", "hook"), ("free", "hook"), ("realloc", "hook"), ("munmap", "hook")]
+    # System calls that may be given memory the lazy executor guards (interpose/syscall_hooks.cpp).
+    exports += [(name, "hook") for name in SYSCALL_HOOKS]
 
     names = [e[0] for e in exports]
     dup = {n for n in names if names.count(n) > 1}

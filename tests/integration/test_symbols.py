@@ -54,6 +54,10 @@ def spec_names():
 # traced thread without Python names who started it (interpose/thread_hooks.cpp); memory given
 # back is observed (interpose/alloc_hooks.cpp).
 HOOKS = {"_exit", "_Exit", "sigaction", "signal", "pthread_create", "free", "realloc", "munmap"}
+# The system calls given memory the lazy executor may guard (interpose/syscall_hooks.cpp).
+HOOKS |= {"read", "write", "pread", "pread64", "pwrite", "pwrite64", "readv", "writev", "preadv", "pwritev",
+          "preadv2", "pwritev2", "send", "sendto", "sendmsg", "recv", "recvfrom", "recvmsg", "fread",
+          "fwrite", "fread_unlocked", "fwrite_unlocked", "madvise", "mprotect"}
 
 
 def test_exports_are_exactly_the_spec(exported):
