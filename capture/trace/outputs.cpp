@@ -99,6 +99,13 @@ Merged merge(State& s) {
       }
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(s.device_mu);
+    for (size_t i = 0; i < s.device.size() && i < m.sigs.size(); ++i) {
+      m.sigs[i].device_calls = s.device[i].device_calls;
+      m.sigs[i].device_ns = s.device[i].device_ns;
+    }
+  }
   for (const auto& st : m.sigs) {
     m.calls += st.calls;
     m.traced_ns += st.total_ns;
@@ -238,7 +245,10 @@ std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>&
     json_str(out, g.backend);
     out += ", \"calls\": " + u64s(st.calls) + ", \"total_ns\": " + u64s(st.total_ns) +
            ", \"min_ns\": " + u64s(st.min_ns) + ", \"max_ns\": " + u64s(st.max_ns) +
-           ", \"flops\": " + nums(st.flops) + ", \"bytes\": " + nums(st.bytes) + "}";
+           ", \"flops\": " + nums(st.flops) + ", \"bytes\": " + nums(st.bytes);
+    if (st.device_calls)
+      out += ", \"device_calls\": " + u64s(st.device_calls) + ", \"device_ns\": " + u64s(st.device_ns);
+    out += "}";
   }
   out += "\n  ],\n  \"sites\": [";
   first = true;
@@ -292,7 +302,10 @@ std::string summary_text(State& s, const Merged& m, const std::vector<uint32_t>&
                   m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0,
                   human_ns(st.total_ns / st.calls).c_str(), api_name(symbol_api(g.sym)),
                   symbol_name(g.sym), g.op.c_str(), g.dtype.c_str(), g.backend.c_str());
-    out += line + g.shape + "\n";
+    out += line + g.shape;
+    if (st.device_calls)  // device time, where measured: calls timed and their total
+      out += "  [device " + human_ns(st.device_ns) + " over " + u64s(st.device_calls) + " calls]";
+    out += "\n";
   }
   if (!site_order.empty() && (site_order.size() > 1 || site_order[0] != 0)) {
     out += "\nCall sites by time (innermost frames first)\n";
