@@ -78,8 +78,9 @@ void submit(capture::Node& node, capture::NativeFn native) noexcept;
 
 namespace timing {
 // Device time of traced GEMMs: a pair of CUDA events around the call on its stream, read when
-// they have completed (polled at later calls, drained when the process ends). No-ops when the
-// process has no CUDA runtime loaded or the stream is being captured into a CUDA graph.
+// they have completed (queried at later calls, drained when the process ends). No-ops when the
+// process has no CUDA runtime loaded or the stream is being captured into a CUDA graph (then
+// nothing is queried either: a query during a capture in global mode would invalidate it).
 class Timer {
  public:
   explicit Timer(void* stream) noexcept;  // records the start event
@@ -91,8 +92,6 @@ class Timer {
   void* start_ = nullptr;
   int device_ = -1;
 };
-// Reads the events that completed (never waits).
-void poll() noexcept;
 // Waits for and reads every pending event: once, when the process ends.
 void drain() noexcept;
 }  // namespace timing

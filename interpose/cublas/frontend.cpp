@@ -526,7 +526,6 @@ void submit(Node& node, NativeFn native) noexcept {
     describe_blas(node, *dev, st.pointer_mode, st.math_mode);
   }
   if (!capture::trace::active()) return capture::submit(node, native);
-  timing::poll();
   timing::Timer timer(dev->stream);
   capture::submit(node, native);
   timer.finish();

@@ -226,12 +226,16 @@ class Timing {
 
 Timer::Timer(void* stream) noexcept : stream_(stream) {
   Timing& t = Timing::instance();
-  if (!t.ready() || !t.room()) return;
+  if (!t.ready()) return;
   auto s = static_cast<cudaStream_t>(stream);
   // Inside CUDA graph capture an event record would become part of the graph: not timed.
   abi::cudaStreamCaptureStatus capturing{};
   if (t.rt_.stream_is_capturing(s, &capturing) != abi::cudaSuccess || capturing != abi::cudaStreamCaptureStatusNone)
     return;
+  // Earlier calls' events, read now that no capture is in the way (a query during a capture in
+  // global mode would invalidate it).
+  t.read(false);
+  if (!t.room()) return;
   int device = -1;
   if (t.rt_.get_device(&device) != abi::cudaSuccess || device < 0 || device >= kMaxDevices) return;
   cudaEvent_t e = t.take(device);
@@ -256,11 +260,6 @@ void Timer::finish() noexcept {
   }
   t.anchor(device_, static_cast<cudaEvent_t>(start_));
   t.queue(Pending{static_cast<cudaEvent_t>(start_), end, device_, t.track(stream_, device_), span});
-}
-
-void poll() noexcept {
-  Timing& t = Timing::instance();
-  if (t.ready()) t.read(false);
 }
 
 void drain() noexcept {
