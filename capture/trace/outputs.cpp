@@ -291,13 +291,13 @@ std::string summary_text(State& s, const Merged& m, const std::vector<uint32_t>&
                 static_cast<unsigned long long>(m.calls), human_ns(m.traced_ns).c_str(),
                 human_ns(wall).c_str(), s.backend.c_str());
   out += line;
-  std::snprintf(line, sizeof line, "%9s %11s %6s %11s  %-6s %-24s %-20s %-6s %-9s %s\n", "calls", "total",
+  std::snprintf(line, sizeof line, "%9s %11s %6s %11s  %-8s %-24s %-20s %-6s %-9s %s\n", "calls", "total",
                 "%", "mean", "api", "symbol", "op", "dtype", "backend", "shape");
   out += line;
   for (uint32_t id : sig_order) {
     const Signature& g = s.sigs[id];
     const SigStats& st = m.sigs[id];
-    std::snprintf(line, sizeof line, "%9llu %11s %5.1f%% %11s  %-6s %-24s %-20s %-6s %-9s ",
+    std::snprintf(line, sizeof line, "%9llu %11s %5.1f%% %11s  %-8s %-24s %-20s %-6s %-9s ",
                   static_cast<unsigned long long>(st.calls), human_ns(st.total_ns).c_str(),
                   m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0,
                   human_ns(st.total_ns / st.calls).c_str(), api_name(symbol_api(g.sym)),
