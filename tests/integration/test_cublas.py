@@ -88,14 +88,14 @@ def cublas_program():
     return str(path)
 
 
-def test_calls_behave_the_same_under_libsol():
+def test_calls_behave_the_same_under_libsol(tmp_path):
     prog = cublas_program()
     plain = run([prog], preload=False)
     assert plain.returncode == 0, plain.stderr
     if "device present" in plain.stdout:
         pytest.skip("a CUDA device is present: the failing-handle calls are not made")
     assert "cublasCreate_v2 0" not in plain.stdout  # no device: creation fails
-    for env in ({}, {"SOL_TRACE": "1"}):
+    for env in ({}, {"SOL_TRACE": "1", "SOL_TRACE_DIR": str(tmp_path)}):
         r = run([prog], env=env)
         assert r.returncode == 0, r.stderr
         assert r.stdout == plain.stdout
