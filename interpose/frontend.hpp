@@ -108,6 +108,9 @@ using capture::Sym;
 namespace dnnl {
 void submit(capture::Node& node, capture::NativeFn native) noexcept;
 }
+namespace cublas {
+void submit(capture::Node& node, capture::NativeFn native) noexcept;
+}
 
 // Process-wide state. 0: initialised, nothing to capture. Otherwise a set of these bits.
 enum ModeBits : uint32_t {
@@ -184,6 +187,13 @@ class SlowCall {
   template <class F>
   void run_dnnl(F&& native) noexcept {
     dnnl::submit(node(), capture::NativeFn(native));
+  }
+
+  // cuBLAS / cuBLASLt calls: through the cuBLAS frontend (interpose/cublas), which completes the
+  // node, keeps cuBLASLt's descriptors and times GEMMs on the device.
+  template <class F>
+  void run_cublas(F&& native) noexcept {
+    cublas::submit(node(), capture::NativeFn(native));
   }
 
   template <class F>

@@ -571,6 +571,9 @@ hal::NativeKind native_kind(Sym sym, const void* native) noexcept {
 bool executor_always_native(Sym sym, const void* native) noexcept {
   Executor* ex = g_exec.load(std::memory_order_acquire);
   if (!ex) return true;
+  // cuBLAS and cuBLASLt: device memory, which no backend takes; only tracing looks at them.
+  const Api api = symbol_api(sym);
+  if (api == Api::cublas || api == Api::cublaslt) return true;
   if (ex->verify) return false;  // every call is looked at
   const Op op = symbol_op(sym);
   // oneDNN's entry points: every one of them goes through the frontend as soon as a DNN node
@@ -582,7 +585,8 @@ bool executor_always_native(Sym sym, const void* native) noexcept {
 const char* execute(Node& node, NativeFn native) noexcept {
   Executor* ex = g_exec.load(std::memory_order_acquire);
   if (ex && node.dnn) return execute_dnn(*ex, node, native);
-  if (!ex || !is_blas(node.op)) {
+  // A device BLAS call (cuBLAS): its operands are device memory, so it runs natively.
+  if (!ex || !is_blas(node.op) || node.device) {
     if (!node.native) {
       log::write(log::Level::error,
                  "error: %s was called but no loaded library defines it and no SOL backend "

@@ -99,6 +99,13 @@ Merged merge(State& s) {
       }
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(s.device_mu);
+    for (size_t i = 0; i < s.device.size() && i < m.sigs.size(); ++i) {
+      m.sigs[i].device_calls = s.device[i].device_calls;
+      m.sigs[i].device_ns = s.device[i].device_ns;
+    }
+  }
   for (const auto& st : m.sigs) {
     m.calls += st.calls;
     m.traced_ns += st.total_ns;
@@ -238,7 +245,10 @@ std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>&
     json_str(out, g.backend);
     out += ", \"calls\": " + u64s(st.calls) + ", \"total_ns\": " + u64s(st.total_ns) +
            ", \"min_ns\": " + u64s(st.min_ns) + ", \"max_ns\": " + u64s(st.max_ns) +
-           ", \"flops\": " + nums(st.flops) + ", \"bytes\": " + nums(st.bytes) + "}";
+           ", \"flops\": " + nums(st.flops) + ", \"bytes\": " + nums(st.bytes);
+    if (st.device_calls)
+      out += ", \"device_calls\": " + u64s(st.device_calls) + ", \"device_ns\": " + u64s(st.device_ns);
+    out += "}";
   }
   out += "\n  ],\n  \"sites\": [";
   first = true;
@@ -281,18 +291,21 @@ std::string summary_text(State& s, const Merged& m, const std::vector<uint32_t>&
                 static_cast<unsigned long long>(m.calls), human_ns(m.traced_ns).c_str(),
                 human_ns(wall).c_str(), s.backend.c_str());
   out += line;
-  std::snprintf(line, sizeof line, "%9s %11s %6s %11s  %-6s %-24s %-20s %-6s %-9s %s\n", "calls", "total",
+  std::snprintf(line, sizeof line, "%9s %11s %6s %11s  %-8s %-24s %-20s %-6s %-9s %s\n", "calls", "total",
                 "%", "mean", "api", "symbol", "op", "dtype", "backend", "shape");
   out += line;
   for (uint32_t id : sig_order) {
     const Signature& g = s.sigs[id];
     const SigStats& st = m.sigs[id];
-    std::snprintf(line, sizeof line, "%9llu %11s %5.1f%% %11s  %-6s %-24s %-20s %-6s %-9s ",
+    std::snprintf(line, sizeof line, "%9llu %11s %5.1f%% %11s  %-8s %-24s %-20s %-6s %-9s ",
                   static_cast<unsigned long long>(st.calls), human_ns(st.total_ns).c_str(),
                   m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0,
                   human_ns(st.total_ns / st.calls).c_str(), api_name(symbol_api(g.sym)),
                   symbol_name(g.sym), g.op.c_str(), g.dtype.c_str(), g.backend.c_str());
-    out += line + g.shape + "\n";
+    out += line + g.shape;
+    if (st.device_calls)  // device time, where measured: calls timed and their total
+      out += "  [device " + human_ns(st.device_ns) + " over " + u64s(st.device_calls) + " calls]";
+    out += "\n";
   }
   if (!site_order.empty() && (site_order.size() > 1 || site_order[0] != 0)) {
     out += "\nCall sites by time (innermost frames first)\n";

@@ -35,6 +35,7 @@ namespace {
 std::atomic<State*> g_state{nullptr};
 constinit SOL_TLS ThreadState* t_thread = nullptr;
 constinit SOL_TLS const ThreadOrigin* t_origin = nullptr;  // see adopt_thread_origin()
+constinit SOL_TLS SpanRef t_last{};                         // see last_span()
 
 uint64_t realtime_ns() noexcept {
   timespec t;
@@ -432,6 +433,10 @@ const ThreadState::ParamsEntry& params_text(ThreadState& t, const Node& node) {
   const BlasArgs& b = node.blas;
   uint64_t h = mix(static_cast<uint64_t>(node.sym) + 1, static_cast<uint64_t>(b.lda));
   for (int64_t v : {b.ldb, b.ldc, b.incx, b.incy}) h = mix(h, static_cast<uint64_t>(v));
+  if (const DeviceBlas* d = node.device) {
+    for (int64_t v : {d->stridea, d->strideb, d->stridec}) h = mix(h, static_cast<uint64_t>(v));
+    h = mix(h, reinterpret_cast<uintptr_t>(d->stream));
+  }
   for (const Scalar* sc : {&b.alpha, &b.beta, &b.cs, &b.sn, &b.ry1}) {
     uint64_t re, im;
     std::memcpy(&re, &sc->re, 8);
@@ -571,6 +576,7 @@ bool start(const config::Config& cfg) noexcept {
 }
 
 Span::Span(const Node& node) noexcept {
+  t_last.valid = false;
   State* s = g_state.load(std::memory_order_acquire);
   if (!s || s->finished.load(std::memory_order_relaxed) || !in_window(*s) || !wanted(*s, node) || !ensure_files(*s))
     return;
@@ -628,6 +634,16 @@ void Span::finish(const Node& node, const char* backend) noexcept {
     flops = d.flops;
     bytes = d.bytes;
     ops.count = dnn::operands(*node.dnn, ops.ops, Dataflow::kMaxOperands, ops.tensors);
+  } else if (is_blas && node.device) {
+    // Device memory: no dataflow (device frees are not observed) and the frontend's work.
+    const BlasArgs& b = node.blas;
+    const DeviceBlas& d = *node.device;
+    for (int64_t v : {b.m, b.n, b.k, d.batch}) h = mix(h, static_cast<uint64_t>(v));
+    h = mix(h, static_cast<uint64_t>(static_cast<unsigned char>(b.transa)) |
+                   static_cast<unsigned char>(b.transb) << 8);
+    h = mix(mix(h, reinterpret_cast<uintptr_t>(d.detail)), static_cast<uint64_t>(node.dtype));
+    flops = d.flops;
+    bytes = d.bytes;
   } else if (is_blas) {
     const BlasArgs& b = node.blas;
     for (int64_t v : {b.m, b.n, b.k, b.kl, b.ku}) h = mix(h, static_cast<uint64_t>(v));
@@ -702,11 +718,67 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   } catch (...) {
   }
   if (ops.count) s->dataflow.record(sig_id, ops.ops, ops.count);
+  t_last = SpanRef{sig_id, seq, t0_, node.sym, true};
+}
+
+SpanRef last_span() noexcept {
+  return t_last;
+}
+
+void add_device_time(const SpanRef& span, uint64_t device_ns, uint64_t start_ns, uint32_t track,
+                     const char* track_name) noexcept {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (!span.valid || !s || s->finished.load(std::memory_order_relaxed) || s->pid != ::getpid()) return;
+  bool named = true;
+  try {
+    std::lock_guard<std::mutex> lock(s->device_mu);
+    if (s->device.size() <= span.sig) s->device.resize(span.sig + 1);
+    SigStats& st = s->device[span.sig];
+    ++st.device_calls;
+    st.device_ns += device_ns;
+    if (s->device_tracks.size() <= track) s->device_tracks.resize(track + 1);
+    named = s->device_tracks[track];
+    s->device_tracks[track] = true;
+  } catch (...) {
+    return;
+  }
+  if (!start_ns || start_ns < s->start_mono_ns) return;
+  // The device's side of the call on a track of its own (a thread id past any real one, named by
+  // a metadata event the first time), linked to the call by its seq. "cat":"device" tells readers
+  // that it is no call of its own (sol report counts "X" events of the other categories).
+  const int64_t tid = 0x40000000 + static_cast<int64_t>(track);
+  char buf[768];
+  Text e(buf, sizeof buf);
+  if (!named)
+    e.lit("\n,{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":")
+        .i64(s->pid)
+        .lit(",\"tid\":")
+        .i64(tid)
+        .lit(",\"args\":{\"name\":")
+        .json(track_name)
+        .lit("}}");
+  e.lit("\n,{\"name\":\"").str(symbol_name(span.sym)).lit("\",\"cat\":\"device\",\"ph\":\"X\",\"pid\":");
+  e.i64(s->pid).lit(",\"tid\":").i64(tid).lit(",\"ts\":").usec(start_ns - s->start_mono_ns);
+  e.lit(",\"dur\":").usec(device_ns).lit(",\"args\":{\"seq\":").u64(span.seq).lit("}}");
+  if (!e.truncated()) s->json.write(e.data(), e.size());
+}
+
+void on_finish(void (*flush)() noexcept) noexcept {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (!s) return;
+  for (auto& slot : s->flushes) {
+    void (*expected)() noexcept = nullptr;
+    if (slot.compare_exchange_strong(expected, flush) || expected == flush) return;
+  }
 }
 
 void finish_process(const char* how) noexcept {
   State* s = g_state.load(std::memory_order_acquire);
   if (!s || s->pid != ::getpid()) return;  // a vfork child shares our memory: leave it alone
+  if (s->finished.load(std::memory_order_acquire)) return;
+  // Measurements still in flight (device time) land before the summaries are written.
+  for (auto& slot : s->flushes)
+    if (auto flush = slot.load(std::memory_order_acquire)) flush();
   if (s->finished.exchange(true, std::memory_order_acq_rel)) return;
   alloc::remove(forget_freed);  // nothing records any more: frees need not cost anything
   if (s->files.load(std::memory_order_acquire) <= 0) return;

@@ -60,6 +60,7 @@ struct Site {
 struct SigStats {
   uint64_t calls = 0, total_ns = 0, min_ns = UINT64_MAX, max_ns = 0;
   double flops = 0, bytes = 0;
+  uint64_t device_calls = 0, device_ns = 0;  // device time, where measured (add_device_time)
 };
 
 struct SiteStats {
@@ -99,7 +100,7 @@ struct ThreadState {
   struct ParamsEntry {
     uint64_t hash = 0;
     uint8_t len = 0;
-    char text[119];
+    char text[183];  // room for a device call's strides and stream too
   };
 
   uint64_t generation = 0;  // the fork generation it belongs to
@@ -165,6 +166,12 @@ struct State {
   std::unordered_map<std::string, std::unique_ptr<ThreadOrigin>> origins;  // by their frames, joined
 
   Dataflow dataflow;
+
+  // Device time by signature id (add_device_time): measured asynchronously, on any thread.
+  std::mutex device_mu;
+  std::vector<SigStats> device;
+  std::vector<bool> device_tracks;  // named in trace.json already
+  std::atomic<void (*)() noexcept> flushes[4] = {};
 
   std::string path(const char* suffix) const { return dir + "/sol-" + tag + suffix; }
 };

@@ -37,6 +37,31 @@ class Span {
   bool on_ = false;
 };
 
+// The call this thread recorded last (by Span::finish), for a frontend that learns more about
+// a call after it ran: its device time (interpose/cublas measures it with CUDA events and reads it
+// at a later call). `valid` is false when the last call was not recorded (outside the window,
+// excluded, tracing off).
+struct SpanRef {
+  uint32_t sig = 0;    // its signature
+  uint64_t seq = 0;    // its trace event's "seq"
+  uint64_t t0_ns = 0;  // when it started, monotonic clock
+  Sym sym{};
+  bool valid = false;
+};
+SpanRef last_span() noexcept;
+
+// The device time of a recorded call: `device_ns` between its two events, `start_ns` when the
+// device started it on the monotonic clock (an estimate; 0 when unknown). Summed per signature
+// (summary.json's device_calls and device_ns, summary.txt's device column); trace.json gets an
+// event on the device track `track` (a small number per stream), named `track_name` ("cuda
+// stream 0x..."). Thread-safe, any thread.
+void add_device_time(const SpanRef& span, uint64_t device_ns, uint64_t start_ns, uint32_t track,
+                     const char* track_name) noexcept;
+
+// A frontend whose measurements complete asynchronously registers a flush, run once before the
+// outputs are written (at most 4 of them).
+void on_finish(void (*flush)() noexcept) noexcept;
+
 // Where a thread was started from, for the stacks of a thread that runs no Python: the Python
 // frames of the thread that created it (interned; never freed).
 struct ThreadOrigin;

@@ -62,6 +62,10 @@ def _paths_exist():
     assert LIBSOL and os.path.exists(LIBSOL), "TEST_LIBSOL must name the built libsol.so"
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a CUDA device; skipped cleanly without one")
+
+
 def pytest_addoption(parser):
     parser.addoption("--backend", default="native", help="SOL_BACKEND for tests that take one")
     parser.addoption("--sol-config", default=None, help="SOL_CONFIG for tests that take a backend")

@@ -46,7 +46,13 @@ def spec_names():
     with open(SOURCE / "interpose" / "spec" / "dnnl.toml", "rb") as f:
         for fn in tomllib.load(f)["fn"]:
             names.add(re.search(r"(dnnl_\w+)\s*\(", fn["sig"]).group(1))
+    names |= cublas_spec_names()
     return names
+
+
+def cublas_spec_names():
+    with open(SOURCE / "interpose" / "spec" / "cublas.toml", "rb") as f:
+        return {re.search(r"(cublas\w+)\s*\(", fn["sig"]).group(1) for fn in tomllib.load(f)["fn"]}
 
 
 # Process hooks: a traced process that ends with _exit still writes its summaries
