@@ -108,6 +108,9 @@ using capture::Sym;
 namespace dnnl {
 void submit(capture::Node& node, capture::NativeFn native) noexcept;
 }
+namespace cublas {
+void submit(capture::Node& node, capture::NativeFn native) noexcept;
+}
 namespace cudnn {
 void submit(capture::Node& node, capture::NativeFn native) noexcept;
 }
@@ -187,6 +190,13 @@ class SlowCall {
   template <class F>
   void run_dnnl(F&& native) noexcept {
     dnnl::submit(node(), capture::NativeFn(native));
+  }
+
+  // cuBLAS / cuBLASLt calls: through the cuBLAS frontend (interpose/cublas), which completes the
+  // node, keeps cuBLASLt's descriptors and times GEMMs on the device.
+  template <class F>
+  void run_cublas(F&& native) noexcept {
+    cublas::submit(node(), capture::NativeFn(native));
   }
 
   // cuDNN calls: through the cuDNN frontend (interpose/cudnn), which keeps the backend

@@ -28,6 +28,7 @@
 #include "backends/opencl/dnn.hpp"
 #include "backends/opencl/opencl.hpp"
 #include "backends/opencl/program_cache.hpp"
+#include "backends/opencl/resident.hpp"
 #include "common/fs_safety.hpp"
 #include "common/native.hpp"
 #include "common/log.hpp"
@@ -432,6 +433,14 @@ class OpenclBackend final : public hal::Backend {
       memory_ = std::make_unique<ClMemory>(*device_, mutex_);
       min_flops_ = static_cast<double>(cfg.opencl_min_flops);
       pid_ = ::getpid();
+      if (capture::lazy::enabled()) {
+        resident_ = std::make_unique<Resident>(*device_, mutex_, cfg);
+        device_->set_resident(resident_.get());
+        capture::lazy::attach(resident_.get());
+        // Registered after the device's own exit handler, so it runs first: pending results are
+        // written back while the device still works.
+        std::atexit([] { capture::lazy::at_exit(); });
+      }
       return true;
     } catch (const std::bad_alloc&) {
       why = "out of memory while initialising";
@@ -490,18 +499,23 @@ class OpenclBackend final : public hal::Backend {
     if (::getpid() != pid_) {
       log::once(log::Level::info, "opencl: fork",
                 "opencl: not used in a forked child (OpenCL state does not survive fork)");
-      return Reason::device_error;
+      return Reason::forked;
     }
-    if (process_exiting()) return Reason::device_error;
-    std::lock_guard<std::mutex> lock(mutex_);
+    if (process_exiting()) return Reason::exiting;
+    Resident::Lock lock(mutex_);
+    const bool lazy = resident_ && resident_->active();
     Reason r;
     try {
+      // DNN nodes move their own data: what is pending goes first, and the host is current.
+      if (lazy && dnn) resident_->flush_and_drop_all(hal::transfers::Cause::other_backend);
       r = dnn ? dnn_->run(node) : blas_run(*device_, node);
     } catch (const std::bad_alloc&) {
       r = Reason::out_of_memory;
     } catch (...) {
       r = Reason::internal_error;
     }
+    // Eagerly, a node is a flush of its own; lazily, the Job says whether it waited.
+    if (r == Reason::ok && (!lazy || dnn)) hal::transfers::flushed(hal::transfers::Cause::eager);
     device_->release_larger_than(kKeepBytes);
     return r;
   }
@@ -576,6 +590,7 @@ class OpenclBackend final : public hal::Backend {
   std::unique_ptr<Dnn> dnn_;
   std::unique_ptr<ClMemory> memory_;
   std::unique_ptr<CostCache> cost_cache_;
+  std::unique_ptr<Resident> resident_;  // lazily: the device copies kept between nodes
   mutable std::mutex mutex_;         // one queue and one set of staging buffers: calls run one at a time
   bool accelerator_device_ = false;  // a GPU or accelerator, or a test says so
   double min_flops_ = 0;             // backends.opencl.min_flops: an explicit threshold when > 0

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "backends/opencl/clblast_programs.hpp"
+#include "backends/opencl/resident.hpp"
 #include "backends/opencl/transfer.hpp"
 #include "capture/blas/blas.hpp"
 #include "common/log.hpp"
@@ -126,6 +127,16 @@ cl_kernel our_kernel(Device& dev, Prec prec, Kernel which) {
 }
 
 // ------------------------------------------------------------------------- host-side cases
+
+// Lazily, work done on the host needs the host's copies of the node's operands current, and
+// writable where it writes (no fault may happen under the backend's lock).
+void host_side(Device& dev, const Node& node) {
+  Resident* res = dev.resident();
+  if (!res || !res->active()) return;
+  Operand ops[kMaxJobOperands];
+  const int n = describe(node, ops);
+  for (int i = 0; i < n; ++i) res->host_ready(ops[i].ext.ptr, ops[i].ext.bytes, ops[i].ext.written);
+}
 //
 // When alpha == 0 (or k == 0) the reference only scales C or y by beta, never reading A, B or x;
 // that is done here, where the data already is, rather than with two transfers.
@@ -180,7 +191,10 @@ Reason run_level3(Device& dev, Node& node) {
     case Op::gemm:
       if (b.m == 0 || b.n == 0) return Reason::ok;
       if (is_zero(b.alpha) || b.k == 0) {
-        if (!is_one(b.beta)) scale_columns<E>(b.c, b.m, b.n, b.ldc, 0, b.beta, false);
+        if (!is_one(b.beta)) {
+          host_side(dev, node);
+          scale_columns<E>(b.c, b.m, b.n, b.ldc, 0, b.beta, false);
+        }
         return Reason::ok;
       }
       break;
@@ -188,7 +202,10 @@ Reason run_level3(Device& dev, Node& node) {
     case Op::hemm:
       if (b.m == 0 || b.n == 0) return Reason::ok;
       if (is_zero(b.alpha)) {
-        if (!is_one(b.beta)) scale_columns<E>(b.c, b.m, b.n, b.ldc, 0, b.beta, false);
+        if (!is_one(b.beta)) {
+          host_side(dev, node);
+          scale_columns<E>(b.c, b.m, b.n, b.ldc, 0, b.beta, false);
+        }
         return Reason::ok;
       }
       break;
@@ -198,8 +215,10 @@ Reason run_level3(Device& dev, Node& node) {
     case Op::her2k:
       if (b.n == 0) return Reason::ok;
       if (is_zero(b.alpha) || b.k == 0) {
-        if (!is_one(b.beta))
+        if (!is_one(b.beta)) {
+          host_side(dev, node);
           scale_columns<E>(b.c, b.n, b.n, b.ldc, tri, b.beta, node.op == Op::herk || node.op == Op::her2k);
+        }
         return Reason::ok;
       }
       break;
@@ -207,6 +226,7 @@ Reason run_level3(Device& dev, Node& node) {
     case Op::trsm:
       if (b.m == 0 || b.n == 0) return Reason::ok;
       if (is_zero(b.alpha)) {
+        host_side(dev, node);
         scale_columns<E>(b.b, b.m, b.n, b.ldb, 0, Scalar(0.0), false);
         return Reason::ok;
       }
@@ -321,6 +341,7 @@ Reason run_level2(Device& dev, Node& node) {
     case Op::gbmv:
       if (b.m == 0 || b.n == 0 || (is_zero(b.alpha) && is_one(b.beta))) return Reason::ok;
       if (is_zero(b.alpha)) {
+        host_side(dev, node);
         scale_vector<E>(b.y, na ? b.m : b.n, b.incy, b.beta);
         return Reason::ok;
       }
@@ -333,6 +354,7 @@ Reason run_level2(Device& dev, Node& node) {
     case Op::hpmv:
       if (b.n == 0 || (is_zero(b.alpha) && is_one(b.beta))) return Reason::ok;
       if (is_zero(b.alpha)) {
+        host_side(dev, node);
         scale_vector<E>(b.y, b.n, b.incy, b.beta);
         return Reason::ok;
       }

@@ -45,6 +45,8 @@ inline constexpr int kNumDnnKernels = 0
 #undef SOL_DNN_KERNEL
     ;
 
+class Resident;
+
 class Device {
  public:
   Device() = default;
@@ -92,6 +94,10 @@ class Device {
   // The same for the DNN program (built on the first DNN node).
   cl_kernel kernel(DnnKernel k, std::string& why);
 
+  // The lazy executor's device copies (resident.hpp), or nullptr when nodes run eagerly.
+  Resident* resident() const noexcept { return resident_; }
+  void set_resident(Resident* r) noexcept { resident_ = r; }
+
   // The origin of the most recent program build (compiled or loaded from the disk cache).
   ProgramCache::Origin last_program_origin() const noexcept {
     return cache_ ? cache_->last_origin() : ProgramCache::Origin::none;
@@ -120,6 +126,7 @@ class Device {
   Slot slots_[kNumSlots];
   std::vector<unsigned char> staging_[kNumSlots];
 
+  Resident* resident_ = nullptr;
   std::unique_ptr<ProgramCache> cache_;
   cl_program programs_[kNumPrecs] = {};
   std::string program_errors_[kNumPrecs];

@@ -1,5 +1,7 @@
 #include "backends/opencl/transfer.hpp"
 
+#include "backends/opencl/resident.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -163,14 +165,56 @@ Reason reason_of(int status) noexcept {
   }
 }
 
+bool same_copy(const Operand& a, const Operand& b) noexcept {
+  return a.ext.ptr == b.ext.ptr && a.ext.bytes == b.ext.bytes && a.shape == b.shape && a.rows == b.rows &&
+         a.cols == b.cols && a.ld == b.ld && a.kl == b.kl && a.ku == b.ku && a.n == b.n && a.inc == b.inc &&
+         a.upper == b.upper && a.herm == b.herm && a.unit == b.unit && a.widened == b.widened && a.dld == b.dld &&
+         a.shift == b.shift && a.device_bytes == b.device_bytes;
+}
+
+const void* device_image(const Operand& o, std::vector<unsigned char>& stage, size_t es) {
+  const auto* host = static_cast<const unsigned char*>(o.ext.ptr);
+  const bool packs = o.shape == Shape::general && o.ld != o.dld;
+  const bool gathers = o.shape == Shape::vector && o.inc != 1;
+  const bool sanitises = o.shape == Shape::triangle || o.shape == Shape::band || o.herm || o.unit;
+  if (!packs && !gathers && !sanitises) return host;
+  stage.assign(o.device_bytes, 0);
+  unsigned char* d = stage.data();
+  if (gathers)
+    gather(d, host, o.n, o.inc, es);
+  else if (o.shape == Shape::packed)
+    std::memcpy(d, host, o.device_bytes);
+  else
+    copy_columns(o, d, host, true, es);
+  if (sanitises) clear_diagonal(o, d, es);
+  return d;
+}
+
+void store_into(const Operand& o, unsigned char* host, unsigned char* staged, size_t es) noexcept {
+  if (o.herm) {  // the reference writes a Hermitian diagonal as real
+    const int64_t n = o.shape == Shape::packed ? o.n : o.cols;
+    for (int64_t j = 0; j < n; ++j)
+      std::memset(staged + static_cast<size_t>(diagonal_at(o, j, o.dld, o.shift)) * es + es / 2, 0, es / 2);
+  }
+  switch (o.shape) {
+    case Shape::vector: scatter(host, staged, o.n, o.inc, es); break;
+    case Shape::packed: std::memcpy(host, staged, o.device_bytes); break;
+    default: copy_columns(o, host, staged, false, es);
+  }
+}
+
 Job::Job(Device& dev, const Node& node)
-    : dev_(dev), cl_(dev.cl()), queue_(dev.queue()), es_(capture::dtype_size(node.dtype)) {
+    : dev_(dev), res_(dev.resident()), cl_(dev.cl()), queue_(dev.queue()), es_(capture::dtype_size(node.dtype)) {
   count_ = describe(node, ops_);
+  if (res_ && !res_->active()) res_ = nullptr;
 }
 
 Job::~Job() {
-  cl_.clFinish(queue_);
+  if (!res_) cl_.clFinish(queue_);
   for (int i = 0; i < events_; ++i) cl_.clReleaseEvent(event_[i]);
+  if (res_)  // our references to the operands' buffers; the queue keeps them while it needs them
+    for (int i = 0; i < count_; ++i)
+      if (ops_[i].buf) cl_.clReleaseMemObject(ops_[i].buf);
 }
 
 int64_t Job::widen_diagonal_band() noexcept {
@@ -237,6 +281,10 @@ cl_int Job::write(int slot, Operand& o, cl_event* ev) {
 Reason Job::upload() {
   for (int i = 0; i < count_; ++i) {
     Operand& o = ops_[i];
+    if (res_) {  // rotm's param, read on the host, must be current there too
+      if (Reason r = res_->bind(o, es_); r != Reason::ok) return r;
+      continue;
+    }
     if (o.shape == Shape::host) continue;
     if (cl_int err = dev_.buffer(i, o.device_bytes, o.buf); err != CL_SUCCESS) return fail(err, "allocation");
     if (o.device_bytes == 0) continue;
@@ -284,10 +332,20 @@ Reason Job::clblast(CLBlastStatusCode status, cl_event ev, const char* what) {
 }
 
 Reason Job::download() {
+  bool waits = fetch_count_ > 0;
+  if (res_) {
+    for (int i = 0; i < count_; ++i)
+      if (ops_[i].ext.written && ops_[i].shape != Shape::host && ops_[i].device_bytes > 0)
+        waits |= !(ops_[i].kept = res_->keep(ops_[i]));
+    if (!waits) {
+      res_->deferred();
+      return Reason::ok;
+    }
+  }
   unsigned char* staged[kMaxJobOperands] = {};
   for (int i = 0; i < count_; ++i) {
     Operand& o = ops_[i];
-    if (!o.ext.written || o.shape == Shape::host || o.device_bytes == 0) continue;
+    if (!o.ext.written || o.shape == Shape::host || o.device_bytes == 0 || o.kept) continue;
     staged[i] = static_cast<unsigned char*>(dev_.staging(kStageDown + i, o.device_bytes));
     if (Reason r = read(o.buf, o.device_bytes, staged[i]); r != Reason::ok) return r;
   }
@@ -303,6 +361,7 @@ Reason Job::download() {
   }
   for (int i = 0; i < count_; ++i)
     if (staged[i]) store(ops_[i], staged[i]);
+  if (res_) res_->waited(fetch_count_ > 0 ? hal::transfers::Cause::sync : hal::transfers::Cause::eager);
   return Reason::ok;
 }
 
@@ -331,18 +390,7 @@ void Job::track(cl_event ev) {
 }
 
 void Job::store(Operand& o, unsigned char* staged) {
-  auto* host = static_cast<unsigned char*>(o.ext.ptr);
-  if (o.herm) {  // the reference writes a Hermitian diagonal as real
-    const int64_t n = o.shape == Shape::packed ? o.n : o.cols;
-    for (int64_t j = 0; j < n; ++j)
-      std::memset(staged + static_cast<size_t>(diagonal_at(o, j, o.dld, o.shift)) * es_ + es_ / 2, 0,
-                  es_ / 2);
-  }
-  switch (o.shape) {
-    case Shape::vector: scatter(host, staged, o.n, o.inc, es_); break;
-    case Shape::packed: std::memcpy(host, staged, o.device_bytes); break;
-    default: copy_columns(o, host, staged, false, es_);
-  }
+  store_into(o, static_cast<unsigned char*>(o.ext.ptr), staged, es_);
 }
 
 }  // namespace sol::backends::opencl

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "backends/opencl/device.hpp"
 #include "capture/blas/blas.hpp"
@@ -79,11 +80,26 @@ struct Operand {
   int64_t dld = 0, shift = 0;
   size_t device_bytes = 0;
   cl_mem buf = nullptr;
+  bool kept = false;  // lazy: the result stays on the device (Resident), not downloaded
 };
 
 // The operands of a valid column-major BLAS node (pointer, extent and access from
 // capture::blas::operands, plus shape and device layout). Returns how many.
 int describe(const capture::Node& node, Operand out[kMaxJobOperands]);
+
+// Whether two operands are the same host data in the same device layout (a device copy made for
+// one serves the other).
+bool same_copy(const Operand& a, const Operand& b) noexcept;
+
+// The operand's data in its device layout (gathered, packed, sanitised as upload does): the
+// caller's memory itself where the layouts agree, else `stage`, filled.
+const void* device_image(const Operand& o, std::vector<unsigned char>& stage, size_t es);
+
+// Stores the elements the routine writes from `staged` (device layout) into `host`, laid out as
+// the caller's memory at o.ext.ptr (host may be a copy of it).
+void store_into(const Operand& o, unsigned char* host, unsigned char* staged, size_t es) noexcept;
+
+class Resident;
 
 // Device buffer slots: operands use 0..3 (kMaxJobOperands), scratch the ones below. Host staging
 // slots: uploads 0..3, downloads 4..7, fetched results 8 and 9.
@@ -99,6 +115,12 @@ struct Local {
 // One node's trip through the device: upload, commands, download. The destructor waits for the
 // queue, so nothing the device does outlives the call (the uploads read the caller's memory
 // asynchronously). Methods returning a Reason log the OpenCL status at debug level.
+//
+// Lazily (the device has a Resident), operands come from and results stay in the device copies
+// the Resident keeps: upload() copies only what the device does not have (synchronously, so that
+// the host may change its memory as soon as the call returns), download() fetches only what
+// cannot stay (scalar results, results in memory that cannot be guarded), and the destructor does
+// not wait: the node is pending until a flush.
 class Job {
  public:
   Job(Device& dev, const capture::Node& node);
@@ -172,6 +194,7 @@ class Job {
   static constexpr int kStageDown = 4;
   static constexpr int kStageResult = 8;
   Device& dev_;
+  Resident* res_;
   const ClApi& cl_;
   cl_command_queue queue_;
   size_t es_;

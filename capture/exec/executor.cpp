@@ -18,6 +18,7 @@
 #include "capture/exec/pairing.hpp"
 #include "capture/exec/verify.hpp"
 #include "capture/ir/dnn.hpp"
+#include "capture/lazy/coherence.hpp"
 #include "common/clock.hpp"
 #include "common/log.hpp"
 #include "common/macros.hpp"
@@ -193,11 +194,10 @@ struct OnBackend {
   }
 };
 
-// A node a device backend computed: eagerly, one flush of its own (hal/transfers.hpp).
+// A node a device backend computed (the backend counts the flushes that ran it: hal/transfers.hpp).
 void count_device_node(hal::Backend& backend, hal::Reason r) noexcept {
   if (r != hal::Reason::ok || !backend.device_backend()) return;
   hal::transfers::node_ran();
-  hal::transfers::flushed(hal::transfers::Cause::eager);
 }
 
 hal::Reason run_on_checked(Executor& ex, hal::Backend& backend, Node& node) noexcept;
@@ -497,6 +497,26 @@ const char* execute_dnn(Executor& ex, Node& node, NativeFn native) noexcept {
   return "native";
 }
 
+// Whether this configuration may send nodes to a device backend: one it names (SOL_BACKEND, a
+// [[route]]), or under auto one whose cached inventory says it has an accelerator. Only then does
+// the lazy executor start (it serves large allocations and watches frees, fork and exit): a
+// process that can only compute on the CPU pays nothing for SOL_LAZY=1.
+bool may_use_device(const config::Config& cfg, hal::Registry& registry) noexcept {
+  auto device = [&](const std::string& name) {
+    if (name == "native") return false;
+    if (name != "auto") return registry.device_backend(name);
+    for (const auto& b : hal::builtin_backends())
+      if (registry.device_backend(b.name) && registry.accelerator_hint(b.name) == hal::Backend::Hint::yes)
+        return true;
+    return false;
+  };
+  for (const auto& name : cfg.backend)
+    if (device(name)) return true;
+  for (const auto& r : cfg.routes)
+    if (device(r.backend)) return true;
+  return false;
+}
+
 }  // namespace
 
 bool start_executor(const config::Config& cfg) noexcept {
@@ -526,6 +546,7 @@ bool start_executor(const config::Config& cfg) noexcept {
     if (name != "auto" && name != "native") ex->registry.prepare(name);
   for (const auto& r : cfg.routes)
     if (r.backend != "auto" && r.backend != "native") ex->registry.prepare(r.backend);
+  if (cfg.lazy && may_use_device(cfg, ex->registry)) lazy::start(cfg);
   return true;
 }
 
@@ -550,11 +571,13 @@ hal::NativeKind native_kind(Sym sym, const void* native) noexcept {
 bool executor_always_native(Sym sym, const void* native) noexcept {
   Executor* ex = g_exec.load(std::memory_order_acquire);
   if (!ex) return true;
+  // CUDA libraries (cuBLAS, cuBLASLt, cuDNN): device memory, which no backend takes and verify
+  // cannot read; only tracing and the call log look at them (capture::always_native asks those
+  // first).
+  const Api api = symbol_api(sym);
+  if (api == Api::cublas || api == Api::cublaslt || api == Api::cudnn) return true;
   if (ex->verify) return false;  // every call is looked at
   const Op op = symbol_op(sym);
-  // cuDNN's entry points run on the GPU, where no SOL backend takes them: only tracing and the
-  // call log look at them (capture::always_native asks those first).
-  if (symbol_api(sym) == Api::cudnn) return true;
   // oneDNN's entry points: every one of them goes through the frontend as soon as a DNN node
   // may run anywhere but natively (primitives must be described when they are created).
   if (!is_blas(op)) return ex->router.dnn_always_native();
@@ -564,7 +587,8 @@ bool executor_always_native(Sym sym, const void* native) noexcept {
 const char* execute(Node& node, NativeFn native) noexcept {
   Executor* ex = g_exec.load(std::memory_order_acquire);
   if (ex && node.dnn) return execute_dnn(*ex, node, native);
-  if (!ex || !is_blas(node.op)) {
+  // A device BLAS call (cuBLAS): its operands are device memory, so it runs natively.
+  if (!ex || !is_blas(node.op) || node.device) {
     if (!node.native) {
       log::write(log::Level::error,
                  "error: %s was called but no loaded library defines it and no SOL backend "

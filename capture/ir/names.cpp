@@ -8,6 +8,8 @@ const char* api_name(Api api) noexcept {
     case Api::blas: return "blas";
     case Api::cblas: return "cblas";
     case Api::dnnl: return "dnnl";
+    case Api::cublas: return "cublas";
+    case Api::cublaslt: return "cublaslt";
     case Api::cudnn: return "cudnn";
   }
   return "?";

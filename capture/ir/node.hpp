@@ -23,6 +23,7 @@ namespace sol::capture {
 namespace dnn {
 class Call;
 }
+struct DeviceBlas;
 
 enum class DType : uint8_t { none, f32, f64, c64, c128, bf16, f16, s8, u8, s32 };
 const char* dtype_name(DType dtype) noexcept;
@@ -202,6 +203,24 @@ struct Ret {
   }
 };
 
+// What a cuBLAS / cuBLASLt GEMM or GEMV says beyond BlasArgs (which holds its sizes, transposes,
+// leading dimensions and operand pointers, column-major as cuBLAS is). The wrapper fills the
+// arguments; the frontend (interpose/cublas) completes the rest before the call runs.
+struct DeviceBlas {
+  int64_t batch = 0;                           // GEMMs of a batched call; 0: one, not batched
+  int64_t stridea = 0, strideb = 0, stridec = 0;  // elements between members (strided batched)
+  void* handle = nullptr;                      // cublasHandle_t / cublasLtHandle_t
+  void* stream = nullptr;                      // cudaStream_t the call is queued on
+  const void* alpha = nullptr;                 // the scalars as passed: host or device memory
+  const void* beta = nullptr;
+  int32_t atype = -1, btype = -1, ctype = -1;  // cudaDataType of A, B, C (-1: the routine's own)
+  int32_t compute = -1;                        // cublasComputeType_t (-1: the routine's own)
+  const void* lt[5] = {};                      // cublasLtMatmul: computeDesc, Adesc, Bdesc, Cdesc, Ddesc
+  void* d = nullptr;                           // cublasLtMatmul: D (C is then only read)
+  const char* detail = nullptr;  // interned text added to the shape: "ab=f16 c=f16 compute=32F epilogue=BIAS"
+  double flops = 0, bytes = 0;   // the whole call's work, from the frontend
+};
+
 struct Node {
   Sym sym;
   Api api;
@@ -216,6 +235,10 @@ struct Node {
   // A DNN node (op of the "dnn" family): what the primitive computes and this call's tensors
   // (capture/ir/dnn.hpp). Set by the frontend; nullptr for every other node.
   const dnn::Call* dnn;
+  // A device BLAS call (cuBLAS, cuBLASLt): what BlasArgs cannot say (batch, types, stream...).
+  // Set by the wrapper, on its stack; nullptr for every other node. Such a node always runs
+  // natively: its operands are device memory.
+  const DeviceBlas* device;
   union {
     BlasArgs blas;
     DnnlExec dnnl;
@@ -223,7 +246,7 @@ struct Node {
   };
 
   Node(Sym s, Op o, DType d) noexcept
-      : sym(s), api(symbol_api(s)), op(o), dtype(d), ret{}, result(nullptr), native(nullptr), ret_slot(0), dnn(nullptr) {
+      : sym(s), api(symbol_api(s)), op(o), dtype(d), ret{}, result(nullptr), native(nullptr), ret_slot(0), dnn(nullptr), device(nullptr) {
     std::memset(static_cast<void*>(&blas), 0, sizeof blas);
   }
 };

@@ -8,7 +8,7 @@
 namespace sol::capture {
 
 // API families, one interposition frontend each.
-enum class Api : uint8_t { blas, cblas, dnnl, cudnn };
+enum class Api : uint8_t { blas, cblas, dnnl, cublas, cublaslt, cudnn };
 const char* api_name(Api api) noexcept;
 
 enum class Sym : uint16_t {

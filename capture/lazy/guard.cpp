@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -16,10 +17,23 @@
 namespace sol::capture::lazy {
 namespace {
 
+// The system calls themselves: libsol interposes mprotect, pread and pwrite for programs
+// (interpose/syscall_hooks.cpp), and those hooks consult the guards this file keeps.
+int sys_mprotect(uintptr_t b, size_t n, int prot) noexcept {
+  return static_cast<int>(::syscall(SYS_mprotect, b, n, prot));
+}
+ssize_t sys_pread(int fd, void* buf, size_t n, off_t off) noexcept {
+  return ::syscall(SYS_pread64, fd, buf, n, off);
+}
+ssize_t sys_pwrite(int fd, const void* buf, size_t n, off_t off) noexcept {
+  return ::syscall(SYS_pwrite64, fd, buf, n, off);
+}
+
 // Guarded ranges, page-aligned [begin, end). Written under g_mu; read lock-free by the handler
 // (begin != 0 marks a slot in use, published last).
 struct Range {
   std::atomic<uintptr_t> begin{0}, end{0};
+  std::atomic<Protection> prot{Protection::read_write};
 };
 constexpr size_t kMaxRanges = 1024;
 Range g_ranges[kMaxRanges];
@@ -96,6 +110,19 @@ void chain(int sig, siginfo_t* info, void* uctx) noexcept {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
+// Lifts the range holding addr. Async-signal-safe.
+void lift(const void* addr) noexcept {
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  for (Range& r : g_ranges) {
+    const uintptr_t b = r.begin.load(std::memory_order_acquire);
+    const uintptr_t e = r.end.load(std::memory_order_relaxed);
+    if (!b || a < b || a >= e) continue;
+    sys_mprotect(b, e - b, PROT_READ | PROT_WRITE);
+    r.prot.store(Protection::read_write, std::memory_order_relaxed);
+    r.begin.store(0, std::memory_order_release);
+  }
+}
+
 void on_segv(int sig, siginfo_t* info, void* uctx) noexcept {
   const int saved_errno = errno;
   if (info && info->si_code == SEGV_ACCERR && guarded(info->si_addr)) {
@@ -108,8 +135,10 @@ void on_segv(int sig, siginfo_t* info, void* uctx) noexcept {
       cb(info->si_addr, write);
     else
       unguard_all();
-    // Still guarded (the callback left the page as it was): lift it, or the access faults forever.
-    if (guarded(info->si_addr)) unguard_all();
+    // Still closed to this access (the callback left the page as it was): lift it, or the access
+    // faults forever. A read fault on a page now read-only is done.
+    const Protection now = protection(info->si_addr);
+    if (now == Protection::none || (now == Protection::read_only && write)) lift(info->si_addr);
     errno = saved_errno;
     return;  // the access is retried
   }
@@ -204,12 +233,65 @@ bool guard(const void* p, size_t n, Protection prot, FaultCallback on_fault, con
     why = "too many guarded ranges";
     return false;
   }
-  if (::mprotect(reinterpret_cast<void*>(b), e - b, prot == Protection::none ? PROT_NONE : PROT_READ) != 0) {
+  if (sys_mprotect(b, e - b, prot == Protection::none ? PROT_NONE : PROT_READ) != 0) {
     why = "mprotect failed";
     return false;
   }
   slot->end.store(e, std::memory_order_relaxed);
+  slot->prot.store(prot, std::memory_order_relaxed);
   slot->begin.store(b, std::memory_order_release);
+  return true;
+}
+
+bool protect(uintptr_t b, uintptr_t e, Protection prot, FaultCallback on_fault, const char*& why) noexcept {
+  why = nullptr;
+  if (b >= e) return true;
+  g_callback.store(on_fault, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (prot != Protection::read_write && !install()) {
+    why = "cannot install a SIGSEGV handler";
+    return false;
+  }
+  Range* slot = nullptr;
+  Range* free_slot = nullptr;
+  for (Range& r : g_ranges) {
+    const uintptr_t rb = r.begin.load(std::memory_order_relaxed);
+    if (rb == b) {
+      slot = &r;
+      break;
+    }
+    if (!rb && !free_slot) free_slot = &r;
+  }
+  if (!slot && prot == Protection::read_write) return true;  // not guarded
+  if (!slot && !(slot = free_slot)) {
+    why = "too many guarded ranges";
+    return false;
+  }
+  if (slot->begin.load(std::memory_order_relaxed) == b && slot->prot.load(std::memory_order_relaxed) == prot &&
+      slot->end.load(std::memory_order_relaxed) == e)
+    return true;
+  const int p = prot == Protection::none ? PROT_NONE : prot == Protection::read_only ? PROT_READ : PROT_READ | PROT_WRITE;
+  // Narrowing access: record the range first, so that a fault it causes at once is recognised;
+  // widening: change the pages first, so that no fault finds the range gone while still closed.
+  if (prot == Protection::read_write) {
+    if (sys_mprotect(b, e - b, p) != 0) {
+      why = "mprotect failed";
+      return false;
+    }
+    slot->prot.store(prot, std::memory_order_relaxed);
+    slot->begin.store(0, std::memory_order_release);
+    return true;
+  }
+  slot->end.store(e, std::memory_order_relaxed);
+  slot->prot.store(prot, std::memory_order_relaxed);
+  slot->begin.store(b, std::memory_order_release);
+  if (sys_mprotect(b, e - b, p) != 0) {
+    why = "mprotect failed";
+    sys_mprotect(b, e - b, PROT_READ | PROT_WRITE);
+    slot->prot.store(Protection::read_write, std::memory_order_relaxed);
+    slot->begin.store(0, std::memory_order_release);
+    return false;
+  }
   return true;
 }
 
@@ -218,18 +300,107 @@ void unguard_all() noexcept {
     const uintptr_t b = r.begin.load(std::memory_order_acquire);
     if (!b) continue;
     const uintptr_t e = r.end.load(std::memory_order_relaxed);
-    ::mprotect(reinterpret_cast<void*>(b), e - b, PROT_READ | PROT_WRITE);
+    sys_mprotect(b, e - b, PROT_READ | PROT_WRITE);
+    r.prot.store(Protection::read_write, std::memory_order_relaxed);
     r.begin.store(0, std::memory_order_release);
   }
 }
 
-bool guarded(const void* addr) noexcept {
+Protection protection(const void* addr) noexcept {
   const auto a = reinterpret_cast<uintptr_t>(addr);
   for (const Range& r : g_ranges) {
     const uintptr_t b = r.begin.load(std::memory_order_acquire);
-    if (b && a >= b && a < r.end.load(std::memory_order_relaxed)) return true;
+    if (b && a >= b && a < r.end.load(std::memory_order_relaxed)) return r.prot.load(std::memory_order_relaxed);
   }
-  return false;
+  return Protection::read_write;
+}
+
+bool guarded(const void* addr) noexcept {
+  return protection(addr) != Protection::read_write;
+}
+
+size_t overlapping(const void* p, size_t n, uintptr_t (*out)[2], size_t max, Protection& strongest) noexcept {
+  const auto lo = reinterpret_cast<uintptr_t>(p), hi = lo + n;
+  size_t count = 0;
+  strongest = Protection::read_write;
+  for (const Range& r : g_ranges) {
+    const uintptr_t b = r.begin.load(std::memory_order_acquire);
+    const uintptr_t e = r.end.load(std::memory_order_relaxed);
+    if (!b || e <= lo || b >= hi) continue;
+    const Protection prot = r.prot.load(std::memory_order_relaxed);
+    if (static_cast<int>(prot) > static_cast<int>(strongest)) strongest = prot;
+    if (count < max) {
+      out[count][0] = b;
+      out[count][1] = e;
+    }
+    ++count;
+  }
+  return count;
+}
+
+namespace {
+
+// /proc/self/mem of this process (a forked child opens its own: the parent's descriptor would
+// reach the parent's memory).
+std::atomic<int> g_mem_fd{-1};
+std::atomic<pid_t> g_mem_pid{0};
+
+int self_mem() noexcept {
+  const pid_t pid = ::getpid();
+  int fd = g_mem_fd.load(std::memory_order_acquire);
+  if (fd >= 0 && g_mem_pid.load(std::memory_order_acquire) == pid) return fd;
+  const int fresh = ::open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+  if (fresh < 0) return -1;
+  g_mem_pid.store(pid, std::memory_order_release);
+  g_mem_fd.store(fresh, std::memory_order_release);  // an inherited descriptor is left as it was
+  return fresh;
+}
+
+bool through_mem(void* dst, const void* src, size_t n, bool write) noexcept {
+  const int fd = self_mem();
+  if (fd < 0) return false;
+  auto* local = static_cast<unsigned char*>(write ? const_cast<void*>(src) : dst);
+  const auto remote = reinterpret_cast<uintptr_t>(write ? dst : src);
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = write ? sys_pwrite(fd, local + done, n - done, static_cast<off_t>(remote + done))
+                              : sys_pread(fd, local + done, n - done, static_cast<off_t>(remote + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    done += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+// The fallback: the pages open for the copy, then as they were.
+bool through_mprotect(void* dst, const void* src, size_t n, const void* guarded_side) noexcept {
+  const size_t page = page_size();
+  const auto g = reinterpret_cast<uintptr_t>(guarded_side);
+  const uintptr_t b = g & ~(page - 1), e = (g + n + page - 1) & ~(page - 1);
+  const Protection before = protection(guarded_side);
+  if (sys_mprotect(b, e - b, PROT_READ | PROT_WRITE) != 0) return false;
+  std::memcpy(dst, src, n);
+  if (before != Protection::read_write)
+    sys_mprotect(b, e - b, before == Protection::none ? PROT_NONE : PROT_READ);
+  return true;
+}
+
+}  // namespace
+
+bool write_guarded(void* dst, const void* src, size_t n) noexcept {
+  if (n == 0) return true;
+  if (through_mem(dst, src, n, true)) return true;
+  return through_mprotect(dst, src, n, dst);
+}
+
+bool read_guarded(void* dst, const void* src, size_t n) noexcept {
+  if (n == 0) return true;
+  if (protection(src) == Protection::read_write && protection(static_cast<const char*>(src) + n - 1) == Protection::read_write) {
+    std::memcpy(dst, src, n);
+    return true;
+  }
+  if (through_mem(dst, src, n, false)) return true;
+  return through_mprotect(dst, src, n, src);
 }
 
 uint64_t faults_handled() noexcept {

@@ -27,8 +27,9 @@
 namespace sol::capture::lazy {
 
 enum class Protection : uint8_t {
-  read_only,  // a device copy is current and the host's too: host reads are free, a write faults
-  none,       // the device holds the only valid copy: any host access faults
+  read_write,  // not guarded
+  read_only,   // a device copy is current and the host's too: host reads are free, a write faults
+  none,        // the device holds the only valid copy: any host access faults
 };
 
 // Called on the faulting thread, in the SIGSEGV handler, for a fault on a guarded page: it must
@@ -42,11 +43,31 @@ using FaultCallback = void (*)(void* addr, bool write) noexcept;
 // "stack", "not a private writable mapping", "too many guarded ranges", "mprotect failed".
 bool guard(const void* p, size_t n, Protection prot, FaultCallback on_fault, const char*& why) noexcept;
 
-// Restores read-write access to every page guard() changed. Async-signal-safe.
+// Sets the protection of the pages [b, e) (page-aligned), which the caller knows to be memory that
+// may be guarded and to hold nothing else of anyone's (a block SOL serves, capture/lazy/served.hpp):
+// no mapping check, and the range replaces any earlier one that starts at b. read_write lifts it.
+// false with a reason as guard().
+bool protect(uintptr_t b, uintptr_t e, Protection prot, FaultCallback on_fault, const char*& why) noexcept;
+
+// Restores read-write access to every page guard() or protect() changed. Async-signal-safe.
 void unguard_all() noexcept;
+
+// Copies into or out of guarded memory without lifting its protection, so that no other thread
+// sees the pages half written (a flush writing results back while other threads run): through
+// /proc/self/mem, which the kernel lets a process write into its own private mappings whatever
+// their protection; where that is refused, by lifting the protection for the copy and restoring
+// it. false when neither works.
+bool write_guarded(void* dst, const void* src, size_t n) noexcept;
+bool read_guarded(void* dst, const void* src, size_t n) noexcept;
 
 // Whether `addr` lies on a page SOL guards now. Async-signal-safe, lock-free.
 bool guarded(const void* addr) noexcept;
+// Its protection (read_write when it is not guarded).
+Protection protection(const void* addr) noexcept;
+
+// The guarded ranges overlapping [p, p + n): up to `max` of them into `out` ([begin, end) pairs),
+// with their strongest protection. Returns how many there are (which may exceed max).
+size_t overlapping(const void* p, size_t n, uintptr_t (*out)[2], size_t max, Protection& strongest) noexcept;
 
 // Faults SOL handled (for tests and the trace).
 uint64_t faults_handled() noexcept;

@@ -242,8 +242,9 @@ std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>&
     out += ", \"calls\": " + u64s(st.calls) + ", \"total_ns\": " + u64s(st.total_ns) +
            ", \"min_ns\": " + u64s(st.min_ns) + ", \"max_ns\": " + u64s(st.max_ns) +
            ", \"flops\": " + nums(st.flops) + ", \"bytes\": " + nums(st.bytes);
-    // Work timed on a device (cuDNN executions): its calls and their device time.
-    if (st.device_calls) out += ", \"device_calls\": " + u64s(st.device_calls) + ", \"device_ns\": " + u64s(st.device_ns);
+    // Work timed on a device (CUDA libraries' calls): the calls timed and their device time.
+    if (st.device_calls)
+      out += ", \"device_calls\": " + u64s(st.device_calls) + ", \"device_ns\": " + u64s(st.device_ns);
     out += "}";
   }
   out += "\n  ],\n  \"sites\": [";
@@ -287,35 +288,48 @@ std::string summary_text(State& s, const Merged& m, const std::vector<uint32_t>&
                 static_cast<unsigned long long>(m.calls), human_ns(m.traced_ns).c_str(),
                 human_ns(wall).c_str(), s.backend.c_str());
   out += line;
-  std::snprintf(line, sizeof line, "%9s %11s %6s %11s  %-6s %-24s %-20s %-6s %-9s %s\n", "calls", "total",
+  std::snprintf(line, sizeof line, "%9s %11s %6s %11s  %-8s %-24s %-20s %-6s %-9s %s\n", "calls", "total",
                 "%", "mean", "api", "symbol", "op", "dtype", "backend", "shape");
   out += line;
   for (uint32_t id : sig_order) {
     const Signature& g = s.sigs[id];
     const SigStats& st = m.sigs[id];
-    std::snprintf(line, sizeof line, "%9llu %11s %5.1f%% %11s  %-6s %-24s %-20s %-6s %-9s ",
+    std::snprintf(line, sizeof line, "%9llu %11s %5.1f%% %11s  %-8s %-24s %-20s %-6s %-9s ",
                   static_cast<unsigned long long>(st.calls), human_ns(st.total_ns).c_str(),
                   m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0,
                   human_ns(st.total_ns / st.calls).c_str(), api_name(symbol_api(g.sym)),
                   symbol_name(g.sym), g.op.c_str(), g.dtype.c_str(), g.backend.c_str());
     out += line + g.shape + "\n";
   }
-  bool device_header = false;
-  for (uint32_t id : sig_order) {
-    const SigStats& st = m.sigs[id];
-    if (!st.device_calls) continue;
-    if (!device_header) {
-      out += "\nDevice time (work the calls queued on a GPU, timed there)\n";
-      std::snprintf(line, sizeof line, "%9s %11s %11s  %-24s %-20s %s\n", "calls", "device", "mean", "symbol", "op",
-                    "shape");
-      out += line;
-      device_header = true;
+  // The calls that queued work on a GPU, by the time the device spent on it (which the host
+  // times above do not show: a launch returns before the work runs).
+  std::vector<uint32_t> device_order;
+  uint64_t device_calls = 0, device_ns = 0;
+  for (uint32_t id : sig_order)
+    if (m.sigs[id].device_calls) {
+      device_order.push_back(id);
+      device_calls += m.sigs[id].device_calls;
+      device_ns += m.sigs[id].device_ns;
     }
-    const Signature& g = s.sigs[id];
-    std::snprintf(line, sizeof line, "%9llu %11s %11s  %-24s %-20s ", static_cast<unsigned long long>(st.device_calls),
-                  human_ns(st.device_ns).c_str(), human_ns(st.device_ns / st.device_calls).c_str(),
-                  symbol_name(g.sym), g.op.c_str());
-    out += line + g.shape + "\n";
+  if (!device_order.empty()) {
+    std::stable_sort(device_order.begin(), device_order.end(),
+                     [&](uint32_t a, uint32_t b) { return m.sigs[a].device_ns > m.sigs[b].device_ns; });
+    std::snprintf(line, sizeof line, "\nDevice time: %llu calls timed on the device, %s there\n",
+                  static_cast<unsigned long long>(device_calls), human_ns(device_ns).c_str());
+    out += line;
+    std::snprintf(line, sizeof line, "%9s %11s %6s %11s  %-8s %-24s %-20s %s\n", "calls", "device", "%",
+                  "mean", "api", "symbol", "op", "shape");
+    out += line;
+    for (uint32_t id : device_order) {
+      const Signature& g = s.sigs[id];
+      const SigStats& st = m.sigs[id];
+      std::snprintf(line, sizeof line, "%9llu %11s %5.1f%% %11s  %-8s %-24s %-20s ",
+                    static_cast<unsigned long long>(st.device_calls), human_ns(st.device_ns).c_str(),
+                    device_ns ? 100.0 * st.device_ns / device_ns : 0.0,
+                    human_ns(st.device_ns / st.device_calls).c_str(), api_name(symbol_api(g.sym)),
+                    symbol_name(g.sym), g.op.c_str());
+      out += line + g.shape + "\n";
+    }
   }
   if (!site_order.empty() && (site_order.size() > 1 || site_order[0] != 0)) {
     out += "\nCall sites by time (innermost frames first)\n";

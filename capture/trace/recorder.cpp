@@ -35,7 +35,7 @@ namespace {
 std::atomic<State*> g_state{nullptr};
 constinit SOL_TLS ThreadState* t_thread = nullptr;
 constinit SOL_TLS const ThreadOrigin* t_origin = nullptr;  // see adopt_thread_origin()
-constinit SOL_TLS CallRef t_last{};                          // see last_call()
+constinit SOL_TLS SpanRef t_last{};                        // see last_span()
 
 uint64_t realtime_ns() noexcept {
   timespec t;
@@ -433,6 +433,10 @@ const ThreadState::ParamsEntry& params_text(ThreadState& t, const Node& node) {
   const BlasArgs& b = node.blas;
   uint64_t h = mix(static_cast<uint64_t>(node.sym) + 1, static_cast<uint64_t>(b.lda));
   for (int64_t v : {b.ldb, b.ldc, b.incx, b.incy}) h = mix(h, static_cast<uint64_t>(v));
+  if (const DeviceBlas* d = node.device) {
+    for (int64_t v : {d->stridea, d->strideb, d->stridec}) h = mix(h, static_cast<uint64_t>(v));
+    h = mix(h, reinterpret_cast<uintptr_t>(d->stream));
+  }
   for (const Scalar* sc : {&b.alpha, &b.beta, &b.cs, &b.sn, &b.ry1}) {
     uint64_t re, im;
     std::memcpy(&re, &sc->re, 8);
@@ -572,6 +576,7 @@ bool start(const config::Config& cfg) noexcept {
 }
 
 Span::Span(const Node& node) noexcept {
+  t_last.valid = false;
   State* s = g_state.load(std::memory_order_acquire);
   if (!s || s->finished.load(std::memory_order_relaxed) || !in_window(*s) || !wanted(*s, node) || !ensure_files(*s))
     return;
@@ -606,7 +611,9 @@ Span::Span(const Node& node) noexcept {
 }
 
 void Span::finish(const Node& node, const char* backend) noexcept {
-  t_last = CallRef{};
+  // Cleared here too: a call nested in this one (a CUDA library calling another through its
+  // exported symbols) may have recorded itself since.
+  t_last.valid = false;
   if (!on_) return;
   const uint64_t t1 = monotonic_ns();
   State* s = g_state.load(std::memory_order_acquire);
@@ -630,6 +637,16 @@ void Span::finish(const Node& node, const char* backend) noexcept {
     flops = d.flops;
     bytes = d.bytes;
     ops.count = dnn::operands(*node.dnn, ops.ops, Dataflow::kMaxOperands, ops.tensors);
+  } else if (is_blas && node.device) {
+    // Device memory: no dataflow (device frees are not observed) and the frontend's work.
+    const BlasArgs& b = node.blas;
+    const DeviceBlas& d = *node.device;
+    for (int64_t v : {b.m, b.n, b.k, d.batch}) h = mix(h, static_cast<uint64_t>(v));
+    h = mix(h, static_cast<uint64_t>(static_cast<unsigned char>(b.transa)) |
+                   static_cast<unsigned char>(b.transb) << 8);
+    h = mix(mix(h, reinterpret_cast<uintptr_t>(d.detail)), static_cast<uint64_t>(node.dtype));
+    flops = d.flops;
+    bytes = d.bytes;
   } else if (is_blas) {
     const BlasArgs& b = node.blas;
     for (int64_t v : {b.m, b.n, b.k, b.kl, b.ku}) h = mix(h, static_cast<uint64_t>(v));
@@ -704,37 +721,53 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   } catch (...) {
   }
   if (ops.count) s->dataflow.record(sig_id, ops.ops, ops.count);
-  t_last = CallRef{sig_id, seq, site_};
+  t_last = SpanRef{sig_id, seq, node.sym, sig->op.c_str(), true};
 }
 
-CallRef last_call() noexcept {
+SpanRef last_span() noexcept {
   return t_last;
 }
 
-void device_span(const CallRef& call, const char* track, uint64_t start_ns, uint64_t dur_ns) noexcept {
+void add_device_time(const SpanRef& span, uint64_t device_ns, uint64_t start_ns, uint32_t track,
+                     const char* track_name) noexcept {
   State* s = g_state.load(std::memory_order_acquire);
-  if (!call.seq || !s || s->finished.load(std::memory_order_relaxed) || s->files.load(std::memory_order_acquire) <= 0)
-    return;
+  if (!span.valid || !s || s->finished.load(std::memory_order_relaxed) || s->pid != ::getpid()) return;
   ThreadState* t = thread_state(*s);
   if (!t) return;
-  const Signature* sig;
-  {
-    std::lock_guard<std::mutex> lock(s->mu);
-    if (call.sig >= s->sigs.size()) return;
-    sig = &s->sigs[call.sig];  // a deque: stable
+  bool named = true;
+  try {
+    std::lock_guard<std::mutex> lock(s->device_mu);
+    if (s->device_tracks.size() <= track) s->device_tracks.resize(track + 1);
+    named = s->device_tracks[track];
+    s->device_tracks[track] = true;
+  } catch (...) {
   }
-  // On a track of its own: Chrome's viewer draws each (pid, tid) as a row, and a string tid
-  // names the row (Perfetto shows it as the thread's name).
-  char buf[1024];
+  // The device's side of the call on a track of its own (a thread id past any real one, named by
+  // a metadata event the first time), linked to the call by its seq. "cat":"device" tells readers
+  // that it is no call of its own (sol report counts "X" events of the other categories).
+  const int64_t tid = 0x40000000 + static_cast<int64_t>(track);
+  char buf[768];
   Text e(buf, sizeof buf);
-  e.lit("\n,{\"name\":\"").str(symbol_name(sig->sym)).lit("\",\"cat\":\"device\",\"ph\":\"X\",\"args\":{\"op\":");
-  e.json(sig->op.c_str()).lit(",\"seq\":").u64(call.seq).lit(",\"site\":").u64(call.site);
-  e.lit("},\"pid\":").i64(s->pid).lit(",\"tid\":").json(track);
-  e.lit(",\"ts\":").usec(start_ns > s->start_mono_ns ? start_ns - s->start_mono_ns : 0).lit(",\"dur\":").usec(dur_ns);
-  e.ch('}');
+  if (!named)
+    e.lit("\n,{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":")
+        .i64(s->pid)
+        .lit(",\"tid\":")
+        .i64(tid)
+        .lit(",\"args\":{\"name\":")
+        .json(track_name)
+        .lit("}}");
+  if (start_ns >= s->start_mono_ns) {  // else: not placed on the timeline (no estimate)
+    e.lit("\n,{\"name\":\"").str(symbol_name(span.sym)).lit("\",\"cat\":\"device\",\"ph\":\"X\",\"pid\":");
+    e.i64(s->pid).lit(",\"tid\":").i64(tid).lit(",\"ts\":").usec(start_ns - s->start_mono_ns);
+    e.lit(",\"dur\":").usec(device_ns).lit(",\"args\":{\"op\":").json(span.op);
+    e.lit(",\"seq\":").u64(span.seq).lit("}}");
+  }
+  // Into this thread's buffer, as a call's own event, and its signature's device time with the
+  // thread's other aggregates (summed over threads in the summaries): the thread that reads the
+  // events back need not be the one that made the call.
   try {
     std::lock_guard<SpinLock> lock(t->mu);
-    if (!e.truncated()) {
+    if (!e.truncated() && e.size()) {
       if (t->out_used + e.size() > ThreadState::kOut) {
         s->json.write(t->out, t->out_used);
         t->out_used = 0;
@@ -742,17 +775,30 @@ void device_span(const CallRef& call, const char* track, uint64_t start_ns, uint
       std::memcpy(t->out + t->out_used, e.data(), e.size());
       t->out_used += e.size();
     }
-    if (t->sigs.size() <= call.sig) t->sigs.resize(call.sig + 1);
-    SigStats& st = t->sigs[call.sig];
+    if (t->sigs.size() <= span.sig) t->sigs.resize(span.sig + 1);
+    SigStats& st = t->sigs[span.sig];
     ++st.device_calls;
-    st.device_ns += dur_ns;
+    st.device_ns += device_ns;
   } catch (...) {
+  }
+}
+
+void on_finish(void (*flush)() noexcept) noexcept {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (!s) return;
+  for (auto& slot : s->flushes) {
+    void (*expected)() noexcept = nullptr;
+    if (slot.compare_exchange_strong(expected, flush) || expected == flush) return;
   }
 }
 
 void finish_process(const char* how) noexcept {
   State* s = g_state.load(std::memory_order_acquire);
   if (!s || s->pid != ::getpid()) return;  // a vfork child shares our memory: leave it alone
+  if (s->finished.load(std::memory_order_acquire)) return;
+  // Measurements still in flight (device time) land before the summaries are written.
+  for (auto& slot : s->flushes)
+    if (auto flush = slot.load(std::memory_order_acquire)) flush();
   if (s->finished.exchange(true, std::memory_order_acq_rel)) return;
   alloc::remove(forget_freed);  // nothing records any more: frees need not cost anything
   if (s->files.load(std::memory_order_acquire) <= 0) return;

@@ -97,7 +97,7 @@ void print(const Node& node, const Field (&fields)[N], Text& out) {
       case Kind::scalar: {
         const Scalar& s = b.*f.scalar;
         if (!s.present) {
-          out.str("null");
+          out.str(node.device ? "unread" : "null");  // a device call's scalar in device memory, or unknown
         } else {
           out.num(s.re, false);
           if (s.im != 0) out.ch(s.im < 0 ? '-' : '+').num(s.im < 0 ? -s.im : s.im, false).ch('i');
@@ -112,9 +112,18 @@ void print(const Node& node, const Field (&fields)[N], Text& out) {
 
 void blas_shape(const Node& node, Text& out) noexcept {
   print(node, kShape, out);
+  if (const DeviceBlas* d = node.device) {
+    if (d->batch > 0) out.str(" batch=").i64(d->batch);
+    if (d->detail && *d->detail) out.ch(' ').str(d->detail);
+  }
 }
 void blas_params(const Node& node, Text& out) noexcept {
   print(node, kParams, out);
+  if (const DeviceBlas* d = node.device) {
+    if (d->stridea || d->strideb || d->stridec)
+      out.str(" stridea=").i64(d->stridea).str(" strideb=").i64(d->strideb).str(" stridec=").i64(d->stridec);
+    out.str(" stream=").hex(reinterpret_cast<uintptr_t>(d->stream));
+  }
 }
 
 }  // namespace sol::capture::trace

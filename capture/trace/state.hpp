@@ -60,7 +60,7 @@ struct Site {
 struct SigStats {
   uint64_t calls = 0, total_ns = 0, min_ns = UINT64_MAX, max_ns = 0;
   double flops = 0, bytes = 0;
-  uint64_t device_calls = 0, device_ns = 0;  // work timed on a device (trace::device_span)
+  uint64_t device_calls = 0, device_ns = 0;  // device time, where measured (add_device_time)
 };
 
 struct SiteStats {
@@ -100,7 +100,7 @@ struct ThreadState {
   struct ParamsEntry {
     uint64_t hash = 0;
     uint8_t len = 0;
-    char text[119];
+    char text[183];  // room for a device call's strides and stream too
   };
 
   uint64_t generation = 0;  // the fork generation it belongs to
@@ -166,6 +166,12 @@ struct State {
   std::unordered_map<std::string, std::unique_ptr<ThreadOrigin>> origins;  // by their frames, joined
 
   Dataflow dataflow;
+
+  // Device time (add_device_time): the device tracks of trace.json named already, and the
+  // frontends' flushes of measurements still in flight (on_finish).
+  std::mutex device_mu;
+  std::vector<bool> device_tracks;
+  std::atomic<void (*)() noexcept> flushes[4] = {};
 
   std::string path(const char* suffix) const { return dir + "/sol-" + tag + suffix; }
 };

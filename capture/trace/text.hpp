@@ -56,6 +56,18 @@ class Text {
     }
     return raw(tmp + i, sizeof tmp - i);
   }
+  // "0x1f2e": an address, as the trace shows handles and streams.
+  Text& hex(uint64_t v) noexcept {
+    char d[18];
+    int n = 0;
+    do {
+      d[n++] = "0123456789abcdef"[v & 15];
+      v >>= 4;
+    } while (v);
+    raw("0x", 2);
+    while (n) ch(d[--n]);
+    return *this;
+  }
   Text& i64(int64_t v) noexcept {
     if (v < 0) {
       ch('-');

@@ -37,21 +37,33 @@ class Span {
   bool on_ = false;
 };
 
-// Device time. A call that queues work on a device (cudnnBackendExecute) is recorded like any
-// other, its host time being the launch; its frontend learns later, asynchronously, when the work
-// ran on the device, and reports it against the call's record.
-struct CallRef {
-  uint32_t sig = 0;   // signature id
-  uint64_t seq = 0;   // the event's "seq"; 0: no record (not traced, filtered out, failed)
-  uint32_t site = 0;  // the call's stack
+// Device time. A call that queues work on a device (a cuBLAS GEMM, a cuDNN execution) is
+// recorded like any other, its host time being the launch; its frontend learns later,
+// asynchronously, how long the device ran it (interpose/cuda/device_time.cpp: CUDA events around
+// the call on its stream), and reports it against the call's record.
+//
+// The call this thread recorded last (by Span::finish). `valid` is false when it was not
+// recorded (outside the window, excluded, tracing off, a failed record).
+struct SpanRef {
+  uint32_t sig = 0;  // its signature
+  uint64_t seq = 0;  // its trace event's "seq"
+  Sym sym{};
+  const char* op = nullptr;  // its signature's op (stable text)
+  bool valid = false;
 };
-// The record the calling thread's last Span::finish() wrote.
-CallRef last_call() noexcept;
-// The device ran the work of `call` from `start_ns` (monotonic clock, estimated by the frontend)
-// for `dur_ns`, on `track` (a short static name: "cuda:0 stream 0x5571..."): an event on that
-// track of trace.json, and the signature's device time in the summaries. Any thread may call it
-// until the process's trace is finished.
-void device_span(const CallRef& call, const char* track, uint64_t start_ns, uint64_t dur_ns) noexcept;
+SpanRef last_span() noexcept;
+
+// The device ran `span`'s work for `device_ns`, from `start_ns` on the monotonic clock (an
+// estimate; 0 when unknown). Summed per signature (summary.json's device_calls and device_ns,
+// summary.txt's "Device time" table); trace.json gets a "cat":"device" event on the device track
+// `track` (a small number per device stream, tid 2^30 + track), named `track_name` ("cuda device
+// 0 stream 0x...") by a thread_name event the first time. Any thread, until the trace is finished.
+void add_device_time(const SpanRef& span, uint64_t device_ns, uint64_t start_ns, uint32_t track,
+                     const char* track_name) noexcept;
+
+// A frontend whose measurements complete asynchronously registers a flush, run once before the
+// outputs are written (at most 4 of them), whichever way the process ends (exit, _exit...).
+void on_finish(void (*flush)() noexcept) noexcept;
 
 // Where a thread was started from, for the stacks of a thread that runs no Python: the Python
 // frames of the thread that created it (interned; never freed).

@@ -1,5 +1,5 @@
 // Internal to interpose/cudnn: the table of live backend descriptors, the description of an
-// operation graph, the legacy entry points, and device timing.
+// operation graph, the legacy entry points.
 #pragma once
 
 #include <cudnn.h>
@@ -12,7 +12,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "capture/trace/trace.hpp"
 #include "interpose/cudnn/cudnn.hpp"
 
 namespace sol::interpose::cudnn::detail {
@@ -84,25 +83,10 @@ capture::DType to_dtype(cudnnDataType_t t) noexcept;
 // then traced under its own name, op cudnn_legacy). `data` receives the call's device pointers.
 bool describe_legacy(const capture::Node& node, capture::dnn::Desc& desc, void** data) noexcept;
 
-// cuDNN and CUDA runtime functions SOL calls itself, from the program's own libraries.
+// The cuDNN functions SOL calls itself, from the program's own library.
 struct Native {
   cudnnStatus_t (*getStream)(cudnnHandle_t, cudaStream_t*) = nullptr;
 };
 const Native& native() noexcept;
-
-// Device time (device_time.cpp): around a native call that queues work on `stream`.
-class DeviceTimer {
- public:
-  // Records the start event; false when timing is off (no CUDA runtime, a capturing stream...).
-  bool begin(cudaStream_t stream) noexcept;
-  // Records the end event after the native call, for the traced call `call`: reported to the
-  // trace once the device has run it (checked at later calls, never waited for but at exit).
-  void end(const capture::trace::CallRef& call) noexcept;
-
- private:
-  cudaStream_t stream_ = nullptr;
-  void* start_ = nullptr;
-  int device_ = -1;
-};
 
 }  // namespace sol::interpose::cudnn::detail

@@ -9,8 +9,10 @@
 // graph of the one it came from.
 #include <cstring>
 
+#include "capture/trace/trace.hpp"
 #include "common/log.hpp"
 #include "cudnn_slots.hpp"
+#include "interpose/cuda/device_time.hpp"
 #include "interpose/cudnn/detail.hpp"
 
 namespace sol::interpose::cudnn {
@@ -129,14 +131,16 @@ void on_destroy(const Node& node) {
   t.records.erase(it);
 }
 
-// Runs the call natively, timed on the handle's stream when tracing.
+// Runs the call natively, timed on the handle's stream when tracing (a handle whose stream cannot
+// be read is not timed: its work may be on any stream).
 void run_timed(Node& node, NativeFn native, cudnnHandle_t handle) noexcept {
-  detail::DeviceTimer timer;
   cudaStream_t stream = nullptr;
-  const bool timed = capture::trace::active() && handle && detail::native().getStream &&
-                     detail::native().getStream(handle, &stream) == CUDNN_STATUS_SUCCESS && timer.begin(stream);
+  if (!capture::trace::active() || !handle || !detail::native().getStream ||
+      detail::native().getStream(handle, &stream) != CUDNN_STATUS_SUCCESS)
+    return capture::submit(node, native);
+  cuda::DeviceTimer timer(static_cast<void*>(stream));
   capture::submit(node, native);
-  if (timed) timer.end(capture::trace::last_call());
+  timer.finish();
 }
 
 void execute(Node& node, NativeFn native) noexcept {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Generates SOL's interposition wrappers from the API specs (Python standard library only).
 
-    solgen.py --blas interpose/spec/blas.toml --dnnl interpose/spec/dnnl.toml [--cudnn interpose/spec/cudnn.toml] --out DIR
+    solgen.py --blas interpose/spec/blas.toml --dnnl interpose/spec/dnnl.toml
+              --cublas interpose/spec/cublas.toml [--cudnn interpose/spec/cudnn.toml] --out DIR
 
 writes into DIR:
     symbols.inc      X-macro list of every native symbol: SOL_SYMBOL(id, api, op, dtype)
@@ -9,6 +10,10 @@ writes into DIR:
     fortran_call.cpp capture::blas::call_fortran() and fortran_routine(): a node through a Fortran routine
     blas_cblas.cpp   CBLAS wrappers
     dnnl.cpp         oneDNN C API wrappers
+    cublas.cpp       cuBLAS / cuBLASLt wrappers (SOL's own declarations of their types:
+                     interpose/cublas/abi.hpp; libsol needs no CUDA header)
+    cublas_check.cpp compiled against the CUDA headers where they are found: every spec
+                     prototype and every constant SOL uses must be the header's
     cudnn.cpp        cuDNN wrappers (with --cudnn), and cudnn_slots.hpp: where each parameter of a
                      cuDNN call sits among the raw arguments the wrapper records
     exports.map      linker version script: exactly the wrapper names are exported
@@ -114,6 +119,13 @@ class Routine:
     def ret_complex(self):
         return self.ret == "T" and self.elem in "cz"
 
+
+
+# interpose/syscall_hooks.cpp: the calls that hand memory to the kernel (or to libc's internal
+# read/write), made coherent with what the lazy executor guards first.
+SYSCALL_HOOKS = ["read", "write", "pread", "pread64", "pwrite", "pwrite64", "readv", "writev", "preadv",
+                 "pwritev", "preadv2", "pwritev2", "send", "sendto", "sendmsg", "recv", "recvfrom",
+                 "recvmsg", "fread", "fwrite", "fread_unlocked", "fwrite_unlocked", "madvise", "mprotect"]
 
 def load_blas(path):
     with open(path, "rb") as f:
@@ -451,6 +463,132 @@ def dnnl_fill(fn):
     return lines
 
 
+# ------------------------------------------------------------------------------------ cuBLAS
+
+class CublasFn:
+    SIG = re.compile(r"^(?P<ret>.+?)\s*\b(?P<name>cublas\w+)\s*\((?P<params>.*)\)$")
+
+    def __init__(self, entry):
+        m = self.SIG.match(entry["sig"])
+        if not m:
+            raise SystemExit("cublas spec: cannot parse %r" % entry["sig"])
+        self.sig = entry["sig"]
+        self.name = m.group("name")
+        self.ret = m.group("ret").strip()
+        self.op = entry["op"]
+        self.dtype = entry.get("dtype", "none")
+        self.api = "cublaslt" if self.name.startswith("cublasLt") else "cublas"
+        self.params = []  # (C declaration usable in a parameter list, name)
+        raw = m.group("params").strip()
+        if raw and raw != "void":
+            for p in raw.split(","):
+                p = p.strip()
+                # "const float* const Aarray[]": an array parameter is a pointer parameter
+                array = p.endswith("[]")
+                if array:
+                    p = p[:-2].rstrip()
+                pm = re.match(r"^(.*?)(\w+)$", p)
+                if not pm or not pm.group(1).strip():
+                    raise SystemExit("cublas spec: %s: unnamed parameter %r" % (self.name, p))
+                ty, name = pm.group(1).strip(), pm.group(2)
+                if array:
+                    ty += "*"
+                self.params.append(("%s %s" % (ty, name), name))
+        if self.op not in ("gemm", "gemv", "cublas_api"):
+            raise SystemExit("cublas spec: %s: op %s is none of gemm, gemv, cublas_api" % (self.name, self.op))
+
+
+# How a GEMM's or GEMV's parameters fill the node: BlasArgs (capture/ir/node.hpp) for what
+# BLAS has too, DeviceBlas for the rest. Every parameter must be named here, so that a new
+# entry point cannot lose an argument silently.
+CUBLAS_FILL = {
+    "handle": "sol_dev.handle = handle;",
+    "lightHandle": "sol_dev.handle = lightHandle;",
+    "transa": "sol_args.transa = sol::interpose::cublas::trans(transa);",
+    "transb": "sol_args.transb = sol::interpose::cublas::trans(transb);",
+    "trans": "sol_args.transa = sol::interpose::cublas::trans(trans);",
+    "alpha": "sol_dev.alpha = alpha;",
+    "beta": "sol_dev.beta = beta;",
+    "Atype": "sol_dev.atype = static_cast<int32_t>(Atype);",
+    "Btype": "sol_dev.btype = static_cast<int32_t>(Btype);",
+    "Ctype": "sol_dev.ctype = static_cast<int32_t>(Ctype);",
+    "computeType": "sol_dev.compute = static_cast<int32_t>(computeType);",
+    "strideA": "sol_dev.stridea = strideA;",
+    "strideB": "sol_dev.strideb = strideB;",
+    "strideC": "sol_dev.stridec = strideC;",
+    "batchCount": "sol_dev.batch = batchCount;",
+    "stream": "sol_dev.stream = stream;",
+    "D": "sol_dev.d = D;",
+    "computeDesc": "sol_dev.lt[0] = computeDesc;",
+    "Adesc": "sol_dev.lt[1] = Adesc;",
+    "Bdesc": "sol_dev.lt[2] = Bdesc;",
+    "Cdesc": "sol_dev.lt[3] = Cdesc;",
+    "Ddesc": "sol_dev.lt[4] = Ddesc;",
+    # the algorithm chosen and the workspace change how, not what, the call computes
+    "algo": None,
+    "workspace": None,
+    "workspaceSizeInBytes": None,
+}
+for _f in ("m", "n", "k", "lda", "ldb", "ldc", "incx", "incy"):
+    CUBLAS_FILL[_f] = "sol_args.%s = %s;" % (_f, _f)
+for _p, _f in (("A", "a"), ("Aarray", "a"), ("B", "b"), ("Barray", "b"), ("C", "c"), ("Carray", "c"),
+               ("x", "x"), ("y", "y")):
+    CUBLAS_FILL[_p] = "sol_args.%s = const_cast<void*>(static_cast<const void*>(%s));" % (_f, _p)
+
+
+def cublas_fill(fn):
+    if fn.op == "cublas_api":
+        # Bookkeeping: the first parameters as raw bits, as for oneDNN's (capture::DnnlCall)
+        lines = ["auto& sol_dcall = sol_node.dnnl_call;", "sol_dcall.nargs = %d;" % len(fn.params)]
+        for i, (ty, name) in enumerate(fn.params[:6]):
+            lines.append("sol_dcall.set(%d, %s);" % (i, name))
+        return lines
+    lines = ["sol::capture::DeviceBlas sol_dev;", "sol_node.device = &sol_dev;",
+             "auto& sol_args = sol_node.blas;", "sol_args.layout = 'C';"]
+    for ty, name in fn.params:
+        if name not in CUBLAS_FILL:
+            raise SystemExit("cublas spec: %s: parameter %s has no place in the node (solgen.py CUBLAS_FILL)"
+                             % (fn.name, name))
+        if CUBLAS_FILL[name]:
+            lines.append(CUBLAS_FILL[name])
+    return lines
+
+
+def cublas_value_fields(fn):
+    """The BlasArgs value fields of a GEMM or GEMV, as the trace prints them (the same as the BLAS
+    routine's, so that a cuBLAS sgemm and a BLAS sgemm of one problem have one shape)."""
+    if fn.op == "gemm":
+        return ["m", "n", "k", "transa", "transb", "lda", "ldb", "ldc", "alpha", "beta"]
+    if fn.op == "gemv":
+        return ["m", "n", "transa", "lda", "incx", "incy", "alpha", "beta"]
+    return []
+
+
+def load_cublas(path):
+    with open(path, "rb") as f:
+        fns = [CublasFn(e) for e in tomllib.load(f)["fn"]]
+    names = [f.name for f in fns]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise SystemExit("cublas spec: listed twice: %s" % ", ".join(sorted(dup)))
+    return fns
+
+
+def emit_cublas_check(fns, out_path, src):
+    """A translation unit that includes the real CUDA headers: each spec prototype must name the
+    header's function exactly (an overloaded name must have an overload of exactly that type),
+    and abi.hpp's declarations must agree with the header's."""
+    lines = [GENERATED.format(src=src), "#include <cublasLt.h>", "#include <cublas_api.h>", "",
+             "#include <type_traits>", "", "#include \"interpose/cublas/abi_check.hpp\"", "",
+             "namespace {", ""]
+    for fn in fns:
+        decl = ", ".join(d for d, _ in fn.params) or "void"
+        lines.append("[[maybe_unused]] %s (*const check_%s)(%s) = &::%s;" % (fn.ret, fn.name, decl, fn.name))
+    lines += ["", "}  // namespace", ""]
+    with open(out_path, "w") as f:
+        f.write("\n".join(lines))
+
+
 # ------------------------------------------------------------------------------------ cuDNN
 
 class CudnnFn(DnnlFn):
@@ -580,7 +718,7 @@ def file_footer(lines):
     return "\n".join(lines)
 
 
-def generate(blas_path, dnnl_path, out_dir, cudnn_path=None):
+def generate(blas_path, dnnl_path, cublas_path, out_dir, cudnn_path=None):
     routines = load_blas(blas_path)
     with open(dnnl_path, "rb") as f:
         dnnl = [DnnlFn(e) for e in tomllib.load(f)["fn"]]
@@ -648,6 +786,22 @@ def generate(blas_path, dnnl_path, out_dir, cudnn_path=None):
     with open(os.path.join(out_dir, "dnnl.cpp"), "w") as f:
         f.write(file_footer(dn))
 
+    # cuBLAS and cuBLASLt: every call through the cuBLAS frontend (interpose/cublas), which
+    # completes the node (scalars, types, cuBLASLt descriptors) and times it on the device.
+    csrc = os.path.relpath(cublas_path, os.path.dirname(os.path.dirname(os.path.dirname(cublas_path))))
+    cublas = load_cublas(cublas_path)
+    cb = file_header(csrc, ['"interpose/frontend.hpp"', '"interpose/cublas/cublas.hpp"'])
+    cb.insert(cb.index("namespace {"), "using namespace sol::interpose::cublas::abi;")
+    cb.insert(cb.index("namespace {"), "")
+    for fn in cublas:
+        emit_wrapper(cb, sym=fn.name, index=len(symbols), export=fn.name, aliases=[], ret=fn.ret, params=fn.params,
+                     op=fn.op, dtype=fn.dtype, fill=cublas_fill(fn), runner="run_cublas")
+        symbols.append((fn.name, fn.api, fn.op, fn.dtype, cublas_value_fields(fn)))
+        exports.append((fn.name, fn.api))
+    with open(os.path.join(out_dir, "cublas.cpp"), "w") as f:
+        f.write(file_footer(cb))
+    emit_cublas_check(cublas, os.path.join(out_dir, "cublas_check.cpp"), csrc)
+
     # cuDNN (optional: built where the CUDA toolkit's cuDNN headers are)
     if cudnn_path:
         csrc = os.path.relpath(cudnn_path, os.path.dirname(os.path.dirname(os.path.dirname(cudnn_path))))
@@ -673,6 +827,8 @@ def generate(blas_path, dnnl_path, out_dir, cudnn_path=None):
     # given back is observed (interpose/alloc_hooks.cpp).
     exports += [("_exit", "hook"), ("_Exit", "hook"), ("sigaction", "hook"), ("signal", "hook"),
                 ("pthread_create", "hook"), ("free", "hook"), ("realloc", "hook"), ("munmap", "hook")]
+    # System calls that may be given memory the lazy executor guards (interpose/syscall_hooks.cpp).
+    exports += [(name, "hook") for name in SYSCALL_HOOKS]
 
     names = [e[0] for e in exports]
     dup = {n for n in names if names.count(n) > 1}
@@ -700,11 +856,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--blas", required=True)
     ap.add_argument("--dnnl", required=True)
+    ap.add_argument("--cublas", required=True)
     ap.add_argument("--cudnn")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    generate(args.blas, args.dnnl, args.out, args.cudnn)
+    generate(args.blas, args.dnnl, args.cublas, args.out, args.cudnn)
 
 
 if __name__ == "__main__":

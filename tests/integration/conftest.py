@@ -63,7 +63,7 @@ def _paths_exist():
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU (skipped without one)")
+    config.addinivalue_line("markers", "gpu: needs a CUDA device (the GPU check scripts); skipped cleanly without one")
 
 
 def pytest_addoption(parser):

@@ -51,9 +51,15 @@ def spec_names():
     with open(SOURCE / "interpose" / "spec" / "dnnl.toml", "rb") as f:
         for fn in tomllib.load(f)["fn"]:
             names.add(re.search(r"(dnnl_\w+)\s*\(", fn["sig"]).group(1))
+    names |= cublas_spec_names()
     if CUDNN_BUILT:
         names |= cudnn_spec_names()
     return names
+
+
+def cublas_spec_names():
+    with open(SOURCE / "interpose" / "spec" / "cublas.toml", "rb") as f:
+        return {re.search(r"(cublas\w+)\s*\(", fn["sig"]).group(1) for fn in tomllib.load(f)["fn"]}
 
 
 def cudnn_spec_names():
@@ -66,6 +72,10 @@ def cudnn_spec_names():
 # traced thread without Python names who started it (interpose/thread_hooks.cpp); memory given
 # back is observed (interpose/alloc_hooks.cpp).
 HOOKS = {"_exit", "_Exit", "sigaction", "signal", "pthread_create", "free", "realloc", "munmap"}
+# The system calls given memory the lazy executor may guard (interpose/syscall_hooks.cpp).
+HOOKS |= {"read", "write", "pread", "pread64", "pwrite", "pwrite64", "readv", "writev", "preadv", "pwritev",
+          "preadv2", "pwritev2", "send", "sendto", "sendmsg", "recv", "recvfrom", "recvmsg", "fread",
+          "fwrite", "fread_unlocked", "fwrite_unlocked", "madvise", "mprotect"}
 
 
 def test_exports_are_exactly_the_spec(exported):

@@ -251,6 +251,8 @@ void add_event(ProcessData& p, const json& ev, uint64_t& end_ns) {
     return;
   }
   if (ph != "X") return;
+  // A device call's time on its stream (cuBLAS): the call itself is an event of its own.
+  if (ev.value("cat", "") == "device") return;
   if (p.info.pid == 0 && ev.contains("pid") && ev["pid"].is_number_integer())
     p.info.pid = ev["pid"].get<int64_t>();
   const json& args = member(ev, "args", where);

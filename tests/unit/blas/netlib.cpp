@@ -75,6 +75,7 @@ const std::vector<Routine>& blas_routines() {
       const DType dtype = capture::symbol_dtype(sym);
       std::string_view family = capture::op_family(op);
       if (family.substr(0, 4) != "blas") continue;
+      if (api == Api::cublas || api == Api::cublaslt) continue;  // device memory: no host reference
       // Of oneDNN only dnnl_sgemm is BLAS; dnnl_gemm_[us]8s8s32 take offsets a node lacks.
       if (api == Api::dnnl && dtype != DType::f32) continue;
       out.push_back({sym, api, op, dtype, capture::symbol_name(sym), family[4] - '0'});

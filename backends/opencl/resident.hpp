@@ -1,0 +1,109 @@
+// The opencl backend's lazy executor: device copies of host operands that outlive a node, and
+// the pending work that wrote them (capture/lazy/coherence.hpp has the protocol).
+//
+// - A node's operand is a copy: the host range, its geometry and its device layout (a gathered
+//   vector, a packed matrix), as transfer.hpp describes it. A later node with the same operand
+//   finds the copy and moves nothing. Only operands inside a block SOL serves are kept (their
+//   pages can be protected); others move each time, results among them come back at once.
+// - Deferral is the device's in-order queue: a node's commands are enqueued and the call returns;
+//   its results stay on the device (dirty, pages inaccessible) until the host needs them. A flush
+//   waits for the queue and writes every dirty copy back into host pages that stay closed while
+//   it happens (write_guarded), so no other thread reads a half-written result.
+// - Uploads are synchronous (clCreateBuffer copies the host data at once): the host may change an
+//   input as soon as the call returns, whatever is still queued.
+// - Limits: pending nodes and dirty bytes ([lazy] max_nodes, max_bytes) flush; the copies' total
+//   ([lazy] device_memory) evicts the least recently used, written back first when dirty.
+//
+// Every method but flush/drop/forget runs under the backend's lock (the caller holds it); those
+// three take it. None touches a guarded page while holding it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "backends/opencl/transfer.hpp"
+#include "capture/lazy/coherence.hpp"
+
+namespace sol::config {
+struct Config;
+}
+
+namespace sol::backends::opencl {
+
+class Resident final : public capture::lazy::Holder {
+ public:
+  Resident(Device& dev, std::mutex& mu, const config::Config& cfg);
+  ~Resident() override;
+
+  // Whether nodes are deferred now (lazy on, not exiting, this process's device).
+  bool active() const noexcept;
+
+  // Job::upload: `o.buf` becomes a buffer holding the operand's data in its device layout (a
+  // reference the Job releases): a kept copy, or a new one made from the host (flushed first
+  // where a pending result lies there). A written operand's other copies are dropped.
+  hal::Reason bind(Operand& o, size_t es);
+  // Job::download: whether a written operand's result stays on the device (dirty); false: the
+  // Job must copy it back now.
+  bool keep(Operand& o);
+  // The node's commands are enqueued and nothing was waited for (one more pending node).
+  void deferred();
+  // The Job waited for the queue (a scalar result, a result that could not stay): every pending
+  // node has run.
+  void waited(hal::transfers::Cause cause);
+
+  // Holder (coherence.hpp): take the lock.
+  void flush(hal::transfers::Cause cause) noexcept override;
+  void drop(uintptr_t b, uintptr_t e, bool discard) noexcept override;
+  void forget() noexcept override;
+
+  // Under the lock: flushes, then drops every copy (a DNN node, which moves its own data).
+  void flush_and_drop_all(hal::transfers::Cause cause) noexcept;
+  // Under the lock: makes the host's [p, p + n) current for reading (flush) or for writing
+  // (flush, and drop the copies of the blocks there, so that their pages open).
+  void host_ready(const void* p, size_t n, bool writes) noexcept;
+
+  // The backend's lock, taken for a node: marks this thread as holding it (a fault it took on a
+  // guarded page would otherwise wait for the lock forever).
+  class Lock {
+   public:
+    explicit Lock(std::mutex& mu);
+    ~Lock();
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+
+   private:
+    std::lock_guard<std::mutex> lock_;
+  };
+
+ private:
+  struct Copy {
+    Operand op;  // host range, geometry, device layout; op.buf is the device buffer (owned)
+    size_t es = 0;
+    uintptr_t block_b = 0, block_e = 0;  // the served block holding it
+    bool dirty = false;
+    uint64_t used = 0;  // for eviction
+  };
+
+  void flush_locked(hal::transfers::Cause cause) noexcept;
+  bool write_back(Copy& c) noexcept;
+  void drop_locked(uintptr_t b, uintptr_t e, bool discard) noexcept;
+  void release(Copy& c) noexcept;
+  // Sets the protection of a block from the copies in it.
+  void update_block(uintptr_t b, uintptr_t e) noexcept;
+  void evict_beyond_budget() noexcept;
+  Copy* find(const Operand& o) noexcept;
+
+  Device& dev_;
+  std::mutex& mu_;
+  const pid_t pid_;
+  std::vector<Copy> copies_;
+  size_t pending_ = 0;        // nodes enqueued since the last wait
+  size_t dirty_bytes_ = 0;
+  size_t held_bytes_ = 0;     // device bytes of every copy
+  uint64_t clock_ = 0;
+  size_t max_nodes_, max_bytes_, budget_;
+};
+
+}  // namespace sol::backends::opencl
