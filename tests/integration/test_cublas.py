@@ -113,6 +113,7 @@ def test_trace_describes_cublas_calls(tmp_path):
     sgemm = ops["cublasSgemm_v2"]
     assert (sgemm["op"], sgemm["dtype"], sgemm["shape"]) == ("gemm", "f32", "m=64 n=32 k=128 transa=T transb=N")
     assert sgemm["flops"] == 2 * 64 * 32 * 128
+    assert "device_calls" not in sgemm  # no CUDA runtime in the process: traced without device time
     ex = ops["cublasGemmStridedBatchedEx"]
     assert (ex["dtype"], ex["shape"]) == ("f16", "m=16 n=8 k=4 transa=N transb=N batch=3 compute=32F")
     assert ex["flops"] == 2 * 16 * 8 * 4 * 3
@@ -154,6 +155,74 @@ def test_cublas_sgemm_matches_blas_sgemm_in_sol_diff(tmp_path):
     rows = [o for o in common if o["op"] == "gemm" and o["shape"] == "m=64 n=32 k=128 transa=T transb=N"]
     assert len(rows) == 1
     assert set(rows[0]["symbol"].split("+")) == {"sgemm_", "cublasSgemm_v2"}
+
+
+def traced_with_fake_runtime(tmp_path, **fake_env):
+    """cublas_calls traced with tests/programs/fake_cudart.c as the process's CUDA runtime: its
+    summary.json ops by symbol, summary.txt, trace.json's events and the fake runtime's stderr line."""
+    prog = cublas_program()
+    fake = PROGRAMS / "libfake_cudart.so"
+    env = {"SOL_TRACE": "1", "SOL_TRACE_DIR": str(tmp_path), "LD_PRELOAD": "%s:%s" % (LIBSOL, fake), **fake_env}
+    r = run([prog], env=env)
+    assert r.returncode == 0, r.stderr
+    if "device present" in r.stdout:
+        pytest.skip("a CUDA device is present: the failing-handle calls are not made")
+    (summary,) = tmp_path.glob("run-*/sol-*.summary.json")
+    base = str(summary)[:-len(".summary.json")]
+    ops = {o["symbol"]: o for o in json.loads(summary.read_text())["ops"]}
+    with open(base + ".trace.json") as f:
+        events = [json.loads(l[1:]) for l in f if l.startswith(",{")]
+    with open(base + ".summary.txt") as f:
+        text = f.read()
+    [counts] = [l for l in r.stderr.splitlines() if l.startswith("fake_cudart: ")]
+    return ops, text, events, counts
+
+
+GEMMS = ("cublasSgemm_v2", "cublasGemmStridedBatchedEx", "cublasLtMatmul")
+
+
+@pytest.mark.parametrize("never_ready", [False, True])
+def test_device_time_from_the_programs_cuda_runtime(tmp_path, never_ready):
+    """Device time (interpose/cuda/device_time.cpp) through a stand-in CUDA runtime whose events hold
+    the host clock: every GEMM timed, in the summaries and on a device track of trace.json placed
+    where the call ran. Events are read at later calls without waiting; with events that never say
+    they are ready, the process's end waits for each."""
+    ops, text, events, counts = traced_with_fake_runtime(
+        tmp_path, **({"FAKE_CUDART_NEVER_READY": "1"} if never_ready else {}))
+    for name in GEMMS:
+        assert ops[name]["device_calls"] == ops[name]["calls"] == 1, ops[name]
+        assert ops[name]["device_ns"] > 0
+    assert not any("device_calls" in o for o in ops.values() if o["op"] == "cublas_api")
+    # One anchor waited for once; otherwise nothing is waited for but what is pending at exit.
+    assert counts.endswith(" %d synchronized" % (1 + (len(GEMMS) if never_ready else 0))), counts
+    # summary.txt: the "Device time" table, by device time, one row per timed op.
+    table = text.split("\nDevice time: ", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert table[0].startswith("%d calls timed on the device" % len(GEMMS)), table
+    assert sorted(re.search(r" (cublas\w+) +gemm ", l).group(1) for l in table[2:]) == sorted(GEMMS), table
+    # trace.json: each GEMM's device event on the default stream's track, linked by seq.
+    tracks = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    device = [e for e in events if e.get("cat") == "device"]
+    calls = {e["args"]["seq"]: e for e in events if e.get("ph") == "X" and e.get("cat") != "device"}
+    assert sorted(e["name"] for e in device) == sorted(GEMMS)
+    for e in device:
+        assert e["tid"] == 1 << 30 and tracks[e["tid"]] == "cuda device 0 stream 0x0"
+        assert e["args"]["op"] == "gemm"
+        call = calls[e["args"]["seq"]]
+        assert call["name"] == e["name"]
+        # The fake device ran the call while the host did (its events bracket the call): the anchor
+        # placed it there, to within 20 us.
+        assert e["ts"] <= call["ts"] + 20 and e["ts"] + e["dur"] >= call["ts"] + call["dur"] - 20, (e, call)
+
+
+def test_no_device_time_inside_cuda_graph_capture(tmp_path):
+    """Calls on a stream being captured into a CUDA graph are traced without device time: no event
+    is recorded on the stream, none created."""
+    ops, text, events, counts = traced_with_fake_runtime(tmp_path, FAKE_CUDART_CAPTURING="1")
+    for name in GEMMS:
+        assert ops[name]["calls"] == 1 and "device_calls" not in ops[name]
+    assert "Device time" not in text
+    assert not any(e.get("cat") == "device" for e in events)
+    assert counts == "fake_cudart: 0 events created, 0 synchronized"
 
 
 @pytest.mark.gpu
