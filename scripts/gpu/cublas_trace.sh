@@ -100,8 +100,11 @@ calls = sum(o["calls"] for o in rows)
 print(("PASS" if timed else "FAIL") + " device: %d of %d GEMM calls timed on the device, %.3f ms in all"
       % (dev_calls, calls, sum(o.get("device_ns", 0) for o in rows) / 1e6))
 trace = open(sys.argv[2]).read()
-print(("PASS" if '"cat":"device"' in trace else "FAIL") + " device events: trace.json has the device's side of the calls")
-sys.exit(0 if ok and timed else 1)
+events = '"cat":"device"' in trace and '"name":"cuda device ' in trace
+print(("PASS" if events else "FAIL") + " device events: trace.json has the device's side of the calls, on tracks per stream")
+table = "\nDevice time: " in open(sys.argv[2][:-len(".trace.json")] + ".summary.txt").read()
+print(("PASS" if table else "FAIL") + " device table: summary.txt has the Device time table")
+sys.exit(0 if ok and timed and events and table else 1)
 PYEOF
   [ $? -eq 0 ] || failed=1
 

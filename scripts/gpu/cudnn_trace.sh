@@ -48,6 +48,7 @@ fi
 "$py" - "$summary" "$OUT/cudnn_api.log" "$here/fixtures/cnn_cpu_onednn.summary.json" <<'PY' || status=1
 import json, re, sys
 summary, api_log, cpu = sys.argv[1:4]
+base = summary[:-len(".summary.json")]
 ok = True
 def check(cond, what):
     global ok
@@ -63,6 +64,15 @@ for o in convs:
     print("     %6d calls %10.3f ms device  %s" % (o["calls"], o.get("device_ns", 0) / 1e6, o["shape"]))
 check(convs and all(o.get("device_calls") == o["calls"] and o.get("device_ns", 0) > 0 for o in convs),
       "device time on every convolution call")
+trace = open(base + ".trace.json").read()
+device = [json.loads(l[1:]) for l in trace.splitlines() if l.startswith(',{') and '"cat":"device"' in l]
+tracks = {json.loads(l[1:])["tid"]: json.loads(l[1:])["args"]["name"] for l in trace.splitlines()
+          if l.startswith(',{"ph":"M"') and '"thread_name"' in l}
+on_tracks = {e["tid"] for e in device if e["name"] == "cudnnBackendExecute"}
+check(on_tracks and all(tracks.get(t, "").startswith("cuda device ") for t in on_tracks),
+      "trace.json: %d device events of cudnnBackendExecute on %s"
+      % (sum(e["name"] == "cudnnBackendExecute" for e in device), sorted(tracks.get(t, "?") for t in on_tracks)))
+check("\nDevice time: " in open(base + ".summary.txt").read(), "summary.txt has the Device time table")
 sites = [st for st in s["sites"] if st["symbol"] == "cudnnBackendExecute"]
 check(any(any("cudnn_cnn.py" in f for f in st["frames"]) for st in sites), "cudnnBackendExecute stacks reach cudnn_cnn.py")
 traced = sum(o["calls"] for o in ops if o["symbol"] == "cudnnBackendExecute")
