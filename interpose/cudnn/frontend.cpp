@@ -8,6 +8,7 @@
 // heuristics results, an engine configuration's engine). Either way the descriptor learns the
 // graph of the one it came from.
 #include <cstring>
+#include <utility>
 
 #include "capture/trace/trace.hpp"
 #include "common/log.hpp"
@@ -40,10 +41,12 @@ void on_create(const Node& node) {
   using S = slot::cudnnBackendCreateDescriptor;
   auto* const* d = arg<void* const*>(node, S::descriptor);
   if (!d || !*d) return;
+  Record r;
+  r.type = arg<cudnnBackendDescriptorType_t>(node, S::descriptorType);
   Table& t = Table::instance();
   std::lock_guard lock(t.mu);
   // A handle cuDNN reuses after a destroy SOL did not see starts afresh.
-  t.records.insert_or_assign(*d, Record{arg<cudnnBackendDescriptorType_t>(node, S::descriptorType)});
+  t.records.insert_or_assign(*d, std::move(r));
 }
 
 void on_set(const Node& node) {
