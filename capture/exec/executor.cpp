@@ -17,6 +17,7 @@
 #include "capture/exec/measure.hpp"
 #include "capture/exec/pairing.hpp"
 #include "capture/exec/verify.hpp"
+#include "capture/dnn/operands.hpp"
 #include "capture/ir/dnn.hpp"
 #include "capture/lazy/coherence.hpp"
 #include "common/clock.hpp"
@@ -200,9 +201,27 @@ void count_device_node(hal::Backend& backend, hal::Reason r) noexcept {
   hal::transfers::node_ran();
 }
 
+// A node about to run on the host (natively, on a CPU backend) while the lazy executor guards
+// memory: what its operands need from the device comes first (cause other_backend), rather than
+// through faults on whichever threads of the library touch it first. Operands it writes have their
+// device copies dropped. One relaxed load when nothing is guarded.
+void before_host_node(const Node& node) noexcept {
+  if (SOL_LIKELY(!lazy::any_guarded())) return;
+  blas::Operand ops[16];
+  int n = 0;
+  if (node.dnn) {
+    if (node.dnn->desc) n = dnn::operands(*node.dnn, ops, 16);
+  } else if (is_blas(node.op) && !node.device) {
+    n = blas::operands(node, ops);
+  }
+  for (int i = 0; i < n; ++i)
+    lazy::host_access(ops[i].ptr, ops[i].bytes, ops[i].written, hal::transfers::Cause::other_backend);
+}
+
 hal::Reason run_on_checked(Executor& ex, hal::Backend& backend, Node& node) noexcept;
 
 hal::Reason run_on(Executor& ex, hal::Backend& backend, Node& node) noexcept {
+  if (!backend.device_backend()) before_host_node(node);
   const hal::Reason r = run_on_checked(ex, backend, node);
   count_device_node(backend, r);
   return r;
@@ -259,6 +278,7 @@ void declined(Executor& ex, const hal::Candidate& c, const Node& node, hal::Reas
 hal::Reason run_dnn_on(Executor& ex, hal::Backend& backend, Node& node) noexcept {
   const hal::Reason why = backend.supports(node);
   if (why != hal::Reason::ok) return why;
+  if (!backend.device_backend()) before_host_node(node);
   if (!ex.verify) {
     const hal::Reason r = backend.run(node);
     count_device_node(backend, r);
@@ -584,7 +604,13 @@ bool executor_always_native(Sym sym, const void* native) noexcept {
   return ex->router.always_native(op, symbol_dtype(sym), native_kind(sym, native));
 }
 
-const char* execute(Node& node, NativeFn native) noexcept {
+const char* execute(Node& node, NativeFn program_native) noexcept {
+  // Every way to the program's own library passes what the lazy executor holds back first.
+  auto host_native = [&]() noexcept {
+    before_host_node(node);
+    program_native();
+  };
+  NativeFn native(host_native);
   Executor* ex = g_exec.load(std::memory_order_acquire);
   if (ex && node.dnn) return execute_dnn(*ex, node, native);
   // A device BLAS call (cuBLAS): its operands are device memory, so it runs natively.
