@@ -33,6 +33,15 @@ Backend* Router::Lazy::get(Registry& registry) noexcept {
   return b;
 }
 
+// See min_accelerator_flops_.
+static double accelerator_floor(const config::Config& cfg) noexcept {
+  double floor = 0;
+  for (int64_t explicit_flops : {cfg.opencl_min_flops, cfg.cuda_min_flops})
+    if (explicit_flops > 0 && (floor == 0 || static_cast<double>(explicit_flops) < floor))
+      floor = static_cast<double>(explicit_flops);
+  return floor > 0 ? floor : Router::kSmallFlops;
+}
+
 Router::Target Router::target(const std::string& name) {
   if (name == "auto") return {Target::automatic, Lazy()};
   if (name == "native") return {Target::native, Lazy()};
@@ -42,9 +51,10 @@ Router::Target Router::target(const std::string& name) {
 Router::Router(const config::Config& cfg, Registry& registry)
     : rule_config_(cfg.routes),
       registry_(registry),
-      // An explicit floor, else the least work any device could be worth (see kSmallFlops); each
-      // accelerator's own threshold comes from its measured costs (Backend::min_flops).
-      min_accelerator_flops_(cfg.opencl_min_flops > 0 ? static_cast<double>(cfg.opencl_min_flops) : kSmallFlops) {
+      // An explicit floor (the lowest of the devices' configured thresholds), else the least work
+      // any device could be worth (see kSmallFlops); each accelerator's own threshold comes from
+      // its measured costs or its configuration (Backend::min_flops).
+      min_accelerator_flops_(accelerator_floor(cfg)) {
   for (const auto& name : cfg.backend) preference_.push_back(target(name));
   for (const auto& r : rule_config_) rules_.push_back(Rule{&r, target(r.backend)});
 }
