@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/log.hpp"
 #include "config/config.hpp"
 
 namespace sol::hal {
@@ -28,6 +29,14 @@ void Plan::add(Backend* b, bool requested) noexcept {
 Backend* Router::Lazy::get(Registry& registry) noexcept {
   if (SOL_LIKELY(done_.load(std::memory_order_acquire))) return backend_.load(std::memory_order_relaxed);
   Backend* b = registry.get(name_);  // initialises it, once
+  if (!b && named_ && registry.built(name_)) {
+    try {
+      const std::string why = registry.why(name_);
+      log::once(log::Level::warn, "unavailable " + name_, "backend %s is unavailable: %s; its nodes run elsewhere",
+                name_.c_str(), why.c_str());
+    } catch (...) {  // out of memory: no line
+    }
+  }
   backend_.store(b, std::memory_order_relaxed);
   done_.store(true, std::memory_order_release);
   return b;
@@ -45,7 +54,7 @@ static double accelerator_floor(const config::Config& cfg) noexcept {
 Router::Target Router::target(const std::string& name) {
   if (name == "auto") return {Target::automatic, Lazy()};
   if (name == "native") return {Target::native, Lazy()};
-  return {Target::backend, Lazy(name)};
+  return {Target::backend, Lazy(name, true)};
 }
 
 Router::Router(const config::Config& cfg, Registry& registry)

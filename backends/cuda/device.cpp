@@ -1,5 +1,7 @@
 #include "backends/cuda/device.hpp"
 
+#include <dlfcn.h>
+
 #include <cstdio>
 
 namespace sol::backends::cuda {
@@ -28,6 +30,10 @@ bool Device::open(std::string& why) {
   if (cudaError_t err = rt.cudaGetDeviceCount(&count); err != cudaSuccess || count == 0) {
     why = "no CUDA device: cudaGetDeviceCount: " +
           (err != cudaSuccess ? error_text(rt, err) : std::string("0 devices"));
+    // The runtime reports a missing kernel-mode driver as an old one; say what is missing. It has
+    // tried to load the driver library by now, so not finding it loaded means it is not there.
+    if (err == cudaErrorInsufficientDriver && !dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD))
+      why += " (no NVIDIA driver: libcuda.so.1 is not installed)";
     return false;
   }
   ordinal_ = 0;

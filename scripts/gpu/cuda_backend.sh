@@ -60,7 +60,8 @@ timeout 60 "$build/sol" backends > "$out/backends.txt" 2>&1
 if grep -Eq '^cuda +available' "$out/backends.txt"; then
   report PASS "sol backends: $(grep -E '^cuda ' "$out/backends.txt" | head -1)"
 else
-  report FAIL "sol backends: $(grep -E '^cuda ' "$out/backends.txt" | head -1) (see backends.txt)"
+  line=$(grep -E '^cuda ' "$out/backends.txt" | head -1)
+  report FAIL "sol backends: ${line:-no cuda line: $(head -c 300 "$out/backends.txt")} (see backends.txt)"
   finish
 fi
 
