@@ -1,6 +1,6 @@
 #!/bin/sh
 # Creates gpu-carry/ at the repository root: what scripts/gpu/cuda_backend.sh needs on a GPU
-# machine that lacks Debian's packages (kept small, a few MiB):
+# machine that lacks Debian's packages (kept small, about 8 MiB):
 #   gpu-carry/blas/  the reference BLAS (Debian libblas3's libblas.so.3), the BLAS test programs
 #                    (libblas-test: xblat*, x*cblat*) and their input files
 #   gpu-carry/lib/   the shared libraries those programs and libsol need beyond glibc and the
