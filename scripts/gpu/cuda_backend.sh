@@ -17,6 +17,7 @@ start=$SECONDS
 root=$(pwd)
 carry=$root/gpu-carry
 build=$(cd "$SOL_BUILD" && pwd)
+export -n SOL_BUILD  # libsol warns of SOL_ variables it does not know
 mkdir -p "$OUT"
 out=$(cd "$OUT" && pwd)
 : > "$out/summary.txt"
