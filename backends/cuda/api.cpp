@@ -62,6 +62,29 @@ bool resolve(void* handle, const char* lib, const char* name, F& fn, std::string
 
 }  // namespace
 
+void* open_cuda_library(const char* soname, std::string& path, std::string& why, const std::string* beside,
+                        int nbeside) {
+  if (void* h = open_library(soname, path, why)) return h;
+  // A wheel's libraries lie in site-packages/nvidia/<package>/lib: look in the siblings of the
+  // folders the libraries already opened came from (cuDNN's wheel beside cuBLAS's).
+  for (int i = 0; i < nbeside; ++i) {
+    const std::string& other = beside[i];
+    size_t cut = other.rfind('/');
+    for (int up = 0; up < 2 && cut != std::string::npos && cut > 0; ++up) cut = other.rfind('/', cut - 1);
+    if (cut == std::string::npos) continue;
+    const std::string base = other.substr(0, cut + 1);  // .../site-packages/nvidia/
+    const std::string pkg = std::strncmp(soname, "libcudnn", 8) == 0 ? "cudnn" : "";
+    if (pkg.empty()) continue;
+    const std::string candidate = base + pkg + "/lib/" + soname;
+    if (void* h = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      path = candidate;
+      why.clear();
+      return h;
+    }
+  }
+  return nullptr;
+}
+
 bool load_libraries(Libraries& out, std::string& why) {
   void* rt = open_library("libcudart.so.13", out.cudart_path, why);
   if (!rt) return false;

@@ -42,6 +42,13 @@ struct Libraries {
 };
 bool load_libraries(Libraries& out, std::string& why);
 
+// Opens one CUDA library as load_libraries() does (already loaded, by soname, the toolkit's
+// folder), then in the folders of `beside` (paths of libraries already opened: a pip wheel's
+// sibling folders, site-packages/nvidia/<name>/lib). `path` gets what was opened; nullptr with
+// dlopen's message in `why`.
+void* open_cuda_library(const char* soname, std::string& path, std::string& why,
+                        const std::string* beside = nullptr, int nbeside = 0);
+
 // "cudaErrorNoDevice: no CUDA-capable device is detected" / "CUBLAS_STATUS_NOT_INITIALIZED".
 std::string error_text(const CudartApi& rt, cudaError_t err);
 const char* status_text(const CublasApi& blas, cublasStatus_t st) noexcept;

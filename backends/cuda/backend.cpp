@@ -15,6 +15,9 @@
 #include "backends/cuda/blas.hpp"
 #include "backends/cuda/cost.hpp"
 #include "backends/cuda/device.hpp"
+#if SOL_CUDA_CUDNN
+#include "backends/cuda/dnn.hpp"
+#endif
 #include "capture/blas/blas.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
@@ -109,6 +112,9 @@ class CudaBackend final : public hal::Backend {
       std::call_once(exit_hook, [] { std::atexit(at_exit); });
       device_ = std::move(device);
       memory_ = std::make_unique<CudaMemory>(*device_, mutex_);
+#if SOL_CUDA_CUDNN
+      dnn_ = std::make_unique<Dnn>(*device_);
+#endif
       min_flops_ = static_cast<double>(cfg.cuda_min_flops);
       pid_ = ::getpid();
       return true;
@@ -123,6 +129,9 @@ class CudaBackend final : public hal::Backend {
   ~CudaBackend() override {
     // After exit() began the runtime may be gone: the device's objects go with the process.
     if (g_exiting.load(std::memory_order_acquire) || ::getpid() != pid_) {
+#if SOL_CUDA_CUDNN
+      dnn_.release();
+#endif
       memory_.release();
       device_.release();
     }
@@ -131,6 +140,12 @@ class CudaBackend final : public hal::Backend {
   std::string device() const override {
     if (!device_) return "not initialised";
     std::string d = device_->description();
+#if SOL_CUDA_CUDNN
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (std::string dnn = dnn_->describe(); !dnn.empty()) d += ", " + dnn;
+    }
+#endif
     if (const Costs* c = costs(false)) return d + describe(*c);
     if (costs_state_.load(std::memory_order_acquire) == CostState::failed)
       d += ", not used under auto: measuring it failed: " + costs_why_;
@@ -156,8 +171,13 @@ class CudaBackend final : public hal::Backend {
 
   Reason supports(const capture::Node& node) const noexcept override {
     if (!device_) return Reason::unavailable;
-    // DNN nodes (cuDNN) are not implemented yet: the router runs them elsewhere.
-    if (std::strcmp(capture::op_family(node.op), "dnn") == 0) return Reason::op_unsupported;
+    if (std::strcmp(capture::op_family(node.op), "dnn") == 0) {
+#if SOL_CUDA_CUDNN
+      return dnn_->supports(node);
+#else
+      return Reason::op_unsupported;  // built without cuDNN's headers (cudnn.h)
+#endif
+    }
     return blas_supports(*device_, node);
   }
 
@@ -176,7 +196,12 @@ class CudaBackend final : public hal::Backend {
     }
     Reason r;
     try {
-      r = blas_run(*device_, node);
+#if SOL_CUDA_CUDNN
+      if (std::strcmp(capture::op_family(node.op), "dnn") == 0)
+        r = dnn_->run(node);
+      else
+#endif
+        r = blas_run(*device_, node);
     } catch (const std::bad_alloc&) {
       r = Reason::out_of_memory;
     } catch (...) {
@@ -239,6 +264,9 @@ class CudaBackend final : public hal::Backend {
 
   std::unique_ptr<Device> device_;
   std::unique_ptr<CudaMemory> memory_;
+#if SOL_CUDA_CUDNN
+  std::unique_ptr<Dnn> dnn_;  // destroyed before device_
+#endif
   mutable std::mutex mutex_;  // one stream, one cuBLAS handle, one set of buffers: one call at a time
   double min_flops_ = 0;      // backends.cuda.min_flops: an explicit threshold when > 0
   pid_t pid_ = 0;

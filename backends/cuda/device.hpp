@@ -37,6 +37,8 @@ class Device {
   // What the device's measured costs depend on: name, memory, driver and library versions.
   const std::string& identity() const noexcept { return identity_; }
   size_t total_memory() const noexcept { return total_memory_; }
+  int ordinal() const noexcept { return ordinal_; }
+  const Libraries& libraries() const noexcept { return libs_; }
 
   // Device buffer `slot` (kSlots of them) of at least `bytes`, reused between calls; nullptr with
   // the runtime's error in `err`.

@@ -1,20 +1,27 @@
 #!/bin/bash
-# The cuda backend on a GPU machine, in under two minutes: `sol backends` lists it available, a C
-# GEMM chain gives native's results on it (also across fork, where the child falls back) with
-# its transfers counted, and the 24 reference BLAS test programs pass on SOL_BACKEND=cuda exactly
-# as they pass without libsol. Prints one PASS/FAIL/SKIP line per check and a summary; exits 1
-# when a check failed, 0 otherwise (no GPU: SKIP, 0).
+# The cuda backend on a GPU machine, in under two and a half minutes: `sol backends` lists it
+# available, a C GEMM chain gives native's results on it (also across fork, where the child falls
+# back) with its transfers counted, the 24 reference BLAS test programs pass on SOL_BACKEND=cuda
+# exactly as they pass without libsol, a small oneDNN CNN (tests/programs/dnnl_cnn.c, forward and
+# backward) gives native oneDNN's results with its primitives on cuDNN, and the DNN conformance
+# suite's cuda cases pass. Prints one PASS/FAIL/SKIP line per check and a summary; exits 1 when a
+# check failed, 0 otherwise (no GPU: SKIP, 0).
 #
 # Run from the repository root:
 #   SOL_BUILD=<dir with libsol.so, sol, tests/programs/> OUT=<log dir> scripts/gpu/cuda_backend.sh
 # Needs gpu-carry/ (scripts/gpu/make_carry.sh, made on the Debian machine) for the reference BLAS,
-# its test programs and the libraries they need; finds cuBLAS and the CUDA runtime in the ld.so
-# cache or in the pip wheels (site-packages/nvidia/...). CUDA_CHECK_FORCE=1 runs the checks
-# without a GPU (they then fail: for testing this script).
+# its test programs, oneDNN and the libraries they need; finds cuBLAS, cuDNN and the CUDA runtime
+# in the ld.so cache, /usr/local/cuda or the pip wheels (site-packages/nvidia/...).
+# CUDA_CHECK_FORCE=1 runs the checks without a GPU (they then fail: for testing this script).
 set -u
 : "${SOL_BUILD:?set SOL_BUILD to the build directory}" "${OUT:?set OUT to a directory for logs}"
 start=$SECONDS
 root=$(pwd)
+# shellcheck source=scripts/gpu/common.sh
+. "$root/scripts/gpu/common.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+carry_open "$root/gpu-carry" "$tmp/carry"
 carry=$root/gpu-carry
 build=$(cd "$SOL_BUILD" && pwd)
 export -n SOL_BUILD  # libsol warns of SOL_ variables it does not know
@@ -44,16 +51,14 @@ for f in "$build/libsol.so" "$build/sol" "$build/tests/programs/device_gemms" "$
   [ -e "$f" ] || { report FAIL "missing $f (SOL_BUILD, or run scripts/gpu/make_carry.sh)"; finish; }
 done
 
-# cuBLAS and the CUDA runtime: the ld.so cache, else the pip wheels' folders.
+# cuBLAS, cuDNN and the CUDA runtime: the ld.so cache, /usr/local/cuda, else the pip wheels' folders.
 cuda_dirs=""
-if ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.13 '; then
-  sites=$(python3 -c 'import site; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null)
-  for lib in libcublas.so.13 libcudart.so.13; do
-    path=$(find $sites -path '*nvidia*' -name "$lib" 2>/dev/null | head -1)
-    [ -n "$path" ] && cuda_dirs="$cuda_dirs:$(dirname "$path")"
-  done
-fi
-export LD_LIBRARY_PATH="$carry/blas:$carry/lib${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for lib in libcublas.so.13 libcudart.so.13 libcudnn.so.9; do
+  path=$(find_cuda_lib "$lib")
+  [ -n "$path" ] && case ":$cuda_dirs:" in *":$(dirname "$path"):"*) ;; *) cuda_dirs="$cuda_dirs:$(dirname "$path")" ;; esac
+done
+# The carried libraries the machine lacks (libgfortran...): syslib, after the machine's own.
+export LD_LIBRARY_PATH="$carry/blas:$carry_dir/syslib${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" > "$out/env.txt"
 
 # 1. sol backends
@@ -152,4 +157,53 @@ for name in $programs; do
 done
 wait
 for name in $programs; do check_program "$name"; done
+
+# 4. A oneDNN CNN (tests/programs/dnnl_cnn.c): native oneDNN (carried) against SOL_BACKEND=cuda,
+# each output's sum and sum of magnitudes within 1e-4 of the latter, and where its primitives ran.
+cnn=$build/tests/programs/dnnl_cnn
+if [ ! -x "$cnn" ] || [ ! -e "$carry_dir/dnnl/libdnnl.so.2" ]; then
+  report FAIL "dnnl_cnn: missing $cnn or gpu-carry/dnnl (build with libdnnl; scripts/gpu/make_carry.sh)"
+else
+  dnnl_path="$carry_dir/dnnl:$LD_LIBRARY_PATH"
+  LD_LIBRARY_PATH=$dnnl_path timeout 60 "$cnn" 8 > "$out/dnnl_cnn.native.txt" 2> "$out/dnnl_cnn.native.log"
+  LD_LIBRARY_PATH=$dnnl_path SOL_BACKEND=cuda SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 60 "$cnn" 8 \
+    > "$out/dnnl_cnn.cuda.txt" 2> "$out/dnnl_cnn.cuda.log"
+  bad=$(awk 'NR == FNR { sum[$1] = $3; abs[$1] = $4; next }
+    /^primitives=/ { next }
+    { sub("sum=", "", $3); sub("abs=", "", $4); s = sum[$1]; a = abs[$1]; sub("sum=", "", s); sub("abs=", "", a);
+      if (s == "") { print $1 " missing natively"; next }
+      tol = 1e-4 * (a > 1e-3 ? a : 1e-3); ds = s - $3; da = a - $4; if (ds < 0) ds = -ds; if (da < 0) da = -da;
+      if (ds > tol || da > tol) print $1 ": sum " $3 " vs " s ", abs " $4 " vs " a }' \
+    "$out/dnnl_cnn.native.txt" "$out/dnnl_cnn.cuda.txt")
+  lines=$(grep -c ' n=' "$out/dnnl_cnn.cuda.txt")
+  calls=$(grep -m1 -E '^sol: [0-9]+ calls:' "$out/dnnl_cnn.cuda.log")
+  transfers=$(grep -m1 'sol: transfers:' "$out/dnnl_cnn.cuda.log")
+  if [ "$lines" -eq 0 ] || [ "$lines" -ne "$(grep -c ' n=' "$out/dnnl_cnn.native.txt")" ] || [ -n "$bad" ]; then
+    report FAIL "dnnl_cnn on cuda: $lines outputs; ${bad:-output differs} (see dnnl_cnn.*)"
+  elif ! echo "$transfers" | grep -Eq ' [1-9][0-9]* nodes'; then
+    report FAIL "dnnl_cnn on cuda: no primitive ran on the device (${calls:-no calls line}; see dnnl_cnn.cuda.log)"
+  else
+    report PASS "dnnl_cnn on cuda: $lines outputs as native oneDNN's; ${calls#sol: }; $transfers"
+  fi
+  primitives=$(sed -n 's/^primitives=//p' "$out/dnnl_cnn.cuda.txt")
+  if echo "$calls" | grep -Eq "calls: ${primitives:-x} cuda\$"; then
+    report PASS "dnnl_cnn: all $primitives primitives on cuda"
+  else
+    report FAIL "dnnl_cnn: not every primitive on cuda (${calls:-no calls line}; SOL_LOG=debug says why)"
+  fi
+fi
+
+# 5. The DNN conformance suite's cuda cases (cuDNN against native oneDNN; declined cases skip).
+conformance=$build/tests/unit/dnn/test_dnn_conformance
+if [ -x "$conformance" ] && [ -e "$carry_dir/dnnl/libdnnl.so.2" ]; then
+  LD_LIBRARY_PATH="$carry_dir/dnnl:$LD_LIBRARY_PATH" timeout 120 "$conformance" --gtest_filter='Cuda/*' \
+    > "$out/conformance_cuda.txt" 2>&1
+  rc=$?
+  # Each test's own result line ends with its time; gtest's summary lists them again without.
+  count() { grep -c "^\[ *$1 *\] .* ms)\$" "$out/conformance_cuda.txt"; }
+  summary="$(count OK) passed, $(count SKIPPED) skipped (declined), $(count FAILED) failed"
+  if [ $rc = 0 ]; then report PASS "DNN conformance on cuda: $summary"; else report FAIL "DNN conformance on cuda: exit $rc: $summary (see conformance_cuda.txt)"; fi
+else
+  report SKIP "DNN conformance on cuda: $conformance or gpu-carry/dnnl missing"
+fi
 finish

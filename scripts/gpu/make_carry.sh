@@ -1,6 +1,6 @@
 #!/bin/sh
 # Creates gpu-carry/ at the repository root: what the scripts in scripts/gpu/ need on a GPU machine
-# that lacks Debian's packages (about 21 MiB; the large libraries xz-compressed, unpacked there by
+# that lacks Debian's packages (about 22 MiB; the large libraries xz-compressed, unpacked there by
 # scripts/gpu/common.sh's carry_open):
 #   gpu-carry/blas/     the reference BLAS (Debian libblas3's libblas.so.3), the BLAS test programs
 #                       (libblas-test: xblat*, x*cblat*) and their input files
