@@ -57,8 +57,8 @@ std::vector<std::string> choices(const KeyInfo& k);
 std::string default_text(const KeyInfo& k);
 
 // The backend names a backend_list may hold, in documentation order.
-inline constexpr const char* kBackendNames[] = {"auto",     "native", "reference",
-                                                "openblas", "onednn", "opencl"};
+inline constexpr const char* kBackendNames[] = {"auto",     "native", "reference", "openblas",
+                                                "onednn",   "opencl", "cuda"};
 
 template <Kind K>
 struct CType;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/log.hpp"
 #include "config/config.hpp"
 
 namespace sol::hal {
@@ -28,23 +29,41 @@ void Plan::add(Backend* b, bool requested) noexcept {
 Backend* Router::Lazy::get(Registry& registry) noexcept {
   if (SOL_LIKELY(done_.load(std::memory_order_acquire))) return backend_.load(std::memory_order_relaxed);
   Backend* b = registry.get(name_);  // initialises it, once
+  if (!b && named_ && registry.built(name_)) {
+    try {
+      const std::string why = registry.why(name_);
+      log::once(log::Level::warn, "unavailable " + name_, "backend %s is unavailable: %s; its nodes run elsewhere",
+                name_.c_str(), why.c_str());
+    } catch (...) {  // out of memory: no line
+    }
+  }
   backend_.store(b, std::memory_order_relaxed);
   done_.store(true, std::memory_order_release);
   return b;
 }
 
+// See min_accelerator_flops_.
+static double accelerator_floor(const config::Config& cfg) noexcept {
+  double floor = 0;
+  for (int64_t explicit_flops : {cfg.opencl_min_flops, cfg.cuda_min_flops})
+    if (explicit_flops > 0 && (floor == 0 || static_cast<double>(explicit_flops) < floor))
+      floor = static_cast<double>(explicit_flops);
+  return floor > 0 ? floor : Router::kSmallFlops;
+}
+
 Router::Target Router::target(const std::string& name) {
   if (name == "auto") return {Target::automatic, Lazy()};
   if (name == "native") return {Target::native, Lazy()};
-  return {Target::backend, Lazy(name)};
+  return {Target::backend, Lazy(name, true)};
 }
 
 Router::Router(const config::Config& cfg, Registry& registry)
     : rule_config_(cfg.routes),
       registry_(registry),
-      // An explicit floor, else the least work any device could be worth (see kSmallFlops); each
-      // accelerator's own threshold comes from its measured costs (Backend::min_flops).
-      min_accelerator_flops_(cfg.opencl_min_flops > 0 ? static_cast<double>(cfg.opencl_min_flops) : kSmallFlops) {
+      // An explicit floor (the lowest of the devices' configured thresholds), else the least work
+      // any device could be worth (see kSmallFlops); each accelerator's own threshold comes from
+      // its measured costs or its configuration (Backend::min_flops).
+      min_accelerator_flops_(accelerator_floor(cfg)) {
   for (const auto& name : cfg.backend) preference_.push_back(target(name));
   for (const auto& r : rule_config_) rules_.push_back(Rule{&r, target(r.backend)});
 }

@@ -92,13 +92,16 @@ class Router {
   class Lazy {
    public:
     Lazy() = default;
-    explicit Lazy(std::string name) : name_(std::move(name)) {}
-    Lazy(const Lazy& o) : name_(o.name_) {}
+    // `named`: the configuration names this backend (SOL_BACKEND, a [[route]]): if it cannot be
+    // initialised, one warning says so and why (its nodes then run on the next candidate).
+    explicit Lazy(std::string name, bool named = false) : name_(std::move(name)), named_(named) {}
+    Lazy(const Lazy& o) : name_(o.name_), named_(o.named_) {}
     Backend* get(Registry& registry) noexcept;
     const std::string& name() const noexcept { return name_; }
 
    private:
     std::string name_;
+    bool named_ = false;
     std::atomic<Backend*> backend_{nullptr};
     std::atomic<bool> done_{false};
   };

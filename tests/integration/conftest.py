@@ -31,6 +31,10 @@ POCL_CACHE_DIR = os.environ.get("POCL_CACHE_DIR") or os.path.join(
 os.makedirs(POCL_CACHE_DIR, exist_ok=True)  # pocl takes it only if it exists
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a GPU; skipped cleanly without one")
+
+
 def clean_env(extra=None, preload=True):
     """The caller's environment without any SOL_* or LD_PRELOAD, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SOL_") and k != "LD_PRELOAD"}

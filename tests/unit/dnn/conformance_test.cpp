@@ -7,8 +7,8 @@
 // forward pass runs on the native library and on the backend, and each backward pass reads the
 // workspace its own side produced.
 //
-// The suite runs for "reference" (which must take every case) and for "opencl" when that backend
-// initialises (a case it declines is skipped, with its reason).
+// The suite runs for "reference" (which must take every case), and for "opencl" and "cuda" when
+// those backends initialise (a case they decline is skipped, with its reason).
 #include <gtest/gtest.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -952,6 +952,10 @@ INSTANTIATE_TEST_SUITE_P(Reference, Conformance,
                          case_name);
 INSTANTIATE_TEST_SUITE_P(Opencl, Conformance,
                          testing::Combine(testing::Values(std::string("opencl")), testing::ValuesIn(case_indices())),
+                         case_name);
+// Run as a test of its own (dnn_conformance_cuda, label gpu): skipped without a CUDA device.
+INSTANTIATE_TEST_SUITE_P(Cuda, Conformance,
+                         testing::Combine(testing::Values(std::string("cuda")), testing::ValuesIn(case_indices())),
                          case_name);
 
 // ----------------------------------------------------------------------------- declined nodes

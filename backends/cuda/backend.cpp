@@ -1,0 +1,287 @@
+// hal::Backend for CUDA: lazy initialisation (the libraries are opened by the first node, never
+// at program start), capability checks, and serialised execution on the backend's own stream.
+#include <dirent.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+
+#include "backends/cuda/blas.hpp"
+#include "backends/cuda/cost.hpp"
+#include "backends/cuda/device.hpp"
+#if SOL_CUDA_CUDNN
+#include "backends/cuda/dnn.hpp"
+#endif
+#include "capture/blas/blas.hpp"
+#include "common/log.hpp"
+#include "config/config.hpp"
+#include "hal/transfers.hpp"
+
+namespace sol::backends::cuda {
+namespace {
+
+using hal::Reason;
+
+// Set by an atexit handler registered once the device is open: exit() has begun, the CUDA
+// runtime's own teardown may already have run, so the device neither runs work nor releases its
+// objects (they go with the process).
+std::atomic<bool> g_exiting{false};
+void at_exit() {
+  g_exiting.store(true, std::memory_order_release);
+}
+
+// hal::DeviceMemory over cudaMalloc'd memory: the pointers are device pointers. Copies run on the
+// backend's stream and wait for it only.
+class CudaMemory final : public hal::DeviceMemory {
+ public:
+  CudaMemory(Device& device, std::mutex& mutex) : device_(device), mutex_(mutex) {}
+
+  void* alloc(size_t bytes) noexcept override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    void* p = nullptr;
+    if (device_.make_current() != cudaSuccess || device_.rt().cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess)
+      return nullptr;
+    return p;
+  }
+  void free(void* ptr) noexcept override {
+    if (!ptr || g_exiting.load(std::memory_order_acquire)) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    device_.rt().cudaFree(ptr);
+  }
+  bool copy_to_device(void* dst, const void* src, size_t bytes) noexcept override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!copy(dst, src, bytes, cudaMemcpyHostToDevice)) return false;
+    hal::transfers::to_device(bytes);
+    return true;
+  }
+  bool copy_to_host(void* dst, const void* src, size_t bytes) noexcept override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!copy(dst, src, bytes, cudaMemcpyDeviceToHost)) return false;
+    hal::transfers::to_host(bytes);
+    return true;
+  }
+  bool sync() noexcept override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return device_.rt().cudaStreamSynchronize(device_.stream()) == cudaSuccess;
+  }
+
+ private:
+  bool copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) noexcept {
+    const CudartApi& rt = device_.rt();
+    return device_.make_current() == cudaSuccess &&
+           rt.cudaMemcpyAsync(dst, src, bytes, kind, device_.stream()) == cudaSuccess &&
+           rt.cudaStreamSynchronize(device_.stream()) == cudaSuccess;
+  }
+
+  Device& device_;
+  std::mutex& mutex_;
+};
+
+// Whether an NVIDIA GPU may be here, without loading CUDA (auto asks every process that calls
+// BLAS): the kernel driver lists its GPUs under /proc/driver/nvidia/gpus. None there, or
+// CUDA_VISIBLE_DEVICES hiding them all: no. Some: yes; the device's costs decide the rest.
+hal::Backend::Hint gpu_inventory() noexcept {
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v && (!*v || std::strcmp(v, "-1") == 0))
+    return hal::Backend::Hint::no;
+  DIR* d = ::opendir("/proc/driver/nvidia/gpus");
+  if (!d) return hal::Backend::Hint::no;
+  bool any = false;
+  while (dirent* e = ::readdir(d))
+    if (e->d_name[0] != '.') any = true;
+  ::closedir(d);
+  return any ? hal::Backend::Hint::yes : hal::Backend::Hint::no;
+}
+
+class CudaBackend final : public hal::Backend {
+ public:
+  const char* name() const noexcept override { return "cuda"; }
+  bool device_backend() const noexcept override { return true; }
+  Hint accelerator_hint(const config::Config&) const noexcept override { return gpu_inventory(); }
+
+  bool init(const config::Config& cfg, std::string& why) noexcept override {
+    try {
+      auto device = std::make_unique<Device>();
+      if (!device->open(why)) return false;
+      static std::once_flag exit_hook;
+      std::call_once(exit_hook, [] { std::atexit(at_exit); });
+      device_ = std::move(device);
+      memory_ = std::make_unique<CudaMemory>(*device_, mutex_);
+#if SOL_CUDA_CUDNN
+      dnn_ = std::make_unique<Dnn>(*device_);
+#endif
+      min_flops_ = static_cast<double>(cfg.cuda_min_flops);
+      pid_ = ::getpid();
+      return true;
+    } catch (const std::bad_alloc&) {
+      why = "out of memory while initialising";
+    } catch (...) {
+      why = "unexpected error while initialising";
+    }
+    return false;
+  }
+
+  ~CudaBackend() override {
+    // After exit() began the runtime may be gone: the device's objects go with the process.
+    if (g_exiting.load(std::memory_order_acquire) || ::getpid() != pid_) {
+#if SOL_CUDA_CUDNN
+      dnn_.release();
+#endif
+      memory_.release();
+      device_.release();
+    }
+  }
+
+  std::string device() const override {
+    if (!device_) return "not initialised";
+    std::string d = device_->description();
+#if SOL_CUDA_CUDNN
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (std::string dnn = dnn_->describe(); !dnn.empty()) d += ", " + dnn;
+    }
+#endif
+    if (const Costs* c = costs(false)) return d + describe(*c);
+    if (costs_state_.load(std::memory_order_acquire) == CostState::failed)
+      d += ", not used under auto: measuring it failed: " + costs_why_;
+    return d;
+  }
+
+  // A GPU, while its costs could be measured (or were never needed: an explicit threshold).
+  bool accelerator() const noexcept override {
+    return device_ && costs_state_.load(std::memory_order_acquire) != CostState::failed;
+  }
+
+  // An explicit backends.cuda.min_flops, else the measured break-even size.
+  double min_flops() const noexcept override {
+    if (min_flops_ > 0) return min_flops_;
+    return accelerator() && costs(true) ? break_even_ : 0;
+  }
+
+  double estimate_seconds(const capture::Node& node, double flops) const noexcept override {
+    if (!accelerator() || blas_supports(*device_, node) != Reason::ok) return -1;
+    const Costs* c = costs(min_flops_ <= 0);
+    return c ? predict_seconds(*c, node, flops) : -1;
+  }
+
+  Reason supports(const capture::Node& node) const noexcept override {
+    if (!device_) return Reason::unavailable;
+    if (std::strcmp(capture::op_family(node.op), "dnn") == 0) {
+#if SOL_CUDA_CUDNN
+      return dnn_->supports(node);
+#else
+      return Reason::op_unsupported;  // built without cuDNN's headers (cudnn.h)
+#endif
+    }
+    return blas_supports(*device_, node);
+  }
+
+  Reason run(capture::Node& node) noexcept override {
+    if (Reason r = supports(node); r != Reason::ok) return r;
+    // A CUDA context does not survive fork(): the child has none of the driver's state.
+    if (::getpid() != pid_) {
+      log::once(log::Level::info, "cuda: fork", "cuda: not used in a forked child (CUDA state does not survive fork)");
+      return Reason::device_error;
+    }
+    if (g_exiting.load(std::memory_order_acquire)) return Reason::device_error;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cudaError_t err = device_->make_current(); err != cudaSuccess) {
+      SOL_LOG(debug, "cuda: cudaSetDevice failed: %s", error_text(device_->rt(), err).c_str());
+      return Reason::device_error;
+    }
+    Reason r;
+    try {
+#if SOL_CUDA_CUDNN
+      if (std::strcmp(capture::op_family(node.op), "dnn") == 0)
+        r = dnn_->run(node);
+      else
+#endif
+        r = blas_run(*device_, node);
+    } catch (const std::bad_alloc&) {
+      r = Reason::out_of_memory;
+    } catch (...) {
+      r = Reason::internal_error;
+    }
+    device_->release_larger_than(kKeepBytes);
+    return r;
+  }
+
+  hal::DeviceMemory* memory() noexcept override { return memory_.get(); }
+
+ private:
+  static constexpr size_t kKeepBytes = size_t{64} << 20;  // buffers reused between calls, each
+
+  enum class CostState : uint8_t { unknown, known, failed };
+
+  // The device's costs, measured now when `may_measure` (once per process; a failure is final and
+  // makes accelerator() false). Measuring holds the stream's lock: run() waits meanwhile.
+  const Costs* costs(bool may_measure) const noexcept {
+    const CostState state = costs_state_.load(std::memory_order_acquire);
+    if (state != CostState::unknown || !device_) return state == CostState::known ? &costs_ : nullptr;
+    if (!may_measure || ::getpid() != pid_ || g_exiting.load(std::memory_order_acquire)) return nullptr;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (costs_state_.load(std::memory_order_relaxed) != CostState::unknown)
+      return costs_state_.load(std::memory_order_relaxed) == CostState::known ? &costs_ : nullptr;
+    try {
+      const auto t0 = std::chrono::steady_clock::now();
+      Costs measured;
+      std::string why;
+      const bool ok = device_->make_current() == cudaSuccess && measure_costs(*device_, measured, why);
+      device_->release_larger_than(kKeepBytes);
+      if (!ok) {
+        fail_costs(why.empty() ? "cudaSetDevice failed" : why.c_str());
+        return nullptr;
+      }
+      costs_ = measured;
+      break_even_ = break_even_flops(measured);
+      SOL_LOG(info, "cuda: measured %s%s in %.0f ms; under auto from %.3g flops", device_->description().c_str(),
+              describe(measured).c_str(),
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(), break_even_);
+      costs_state_.store(CostState::known, std::memory_order_release);
+      return &costs_;
+    } catch (const std::bad_alloc&) {
+      fail_costs("out of memory while measuring");
+    } catch (...) {
+      fail_costs("unexpected error while measuring");
+    }
+    return nullptr;
+  }
+
+  void fail_costs(const char* why) const noexcept {
+    try {
+      costs_why_ = why;
+    } catch (...) {
+    }
+    costs_state_.store(CostState::failed, std::memory_order_release);
+    log::once(log::Level::warn, "cuda: costs", "cuda: not used under auto: measuring %s failed: %s",
+              device_->description().c_str(), why);
+  }
+
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<CudaMemory> memory_;
+#if SOL_CUDA_CUDNN
+  std::unique_ptr<Dnn> dnn_;  // destroyed before device_
+#endif
+  mutable std::mutex mutex_;  // one stream, one cuBLAS handle, one set of buffers: one call at a time
+  double min_flops_ = 0;      // backends.cuda.min_flops: an explicit threshold when > 0
+  pid_t pid_ = 0;
+
+  // Written under mutex_ while costs_state_ is unknown, read-only once it is not.
+  mutable Costs costs_;
+  mutable double break_even_ = 0;
+  mutable std::string costs_why_;
+  mutable std::atomic<CostState> costs_state_{CostState::unknown};
+};
+
+}  // namespace
+
+std::unique_ptr<hal::Backend> create() {
+  return std::make_unique<CudaBackend>();
+}
+
+}  // namespace sol::backends::cuda

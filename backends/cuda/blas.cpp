@@ -1,0 +1,519 @@
+#include "backends/cuda/blas.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <complex>
+#include <cstring>
+#include <type_traits>
+
+#include "backends/cuda/transfer.hpp"
+#include "capture/blas/blas.hpp"
+
+namespace sol::backends::cuda {
+namespace {
+
+using capture::DType;
+using capture::Node;
+using capture::Op;
+using capture::Scalar;
+using hal::Reason;
+
+// ------------------------------------------------------------------------- element types
+
+template <class E>
+struct RealType {
+  using type = E;
+};
+template <class R>
+struct RealType<std::complex<R>> {
+  using type = R;
+};
+template <class E>
+using RealOf = typename RealType<E>::type;
+template <class E>
+inline constexpr bool kComplex = !std::is_same_v<E, RealOf<E>>;
+// cuBLAS's element type for E (std::complex<float> and cuComplex have the same layout).
+template <class E>
+using Cu = std::conditional_t<std::is_same_v<E, cfloat>, cuComplex,
+                              std::conditional_t<std::is_same_v<E, cdouble>, cuDoubleComplex, E>>;
+static_assert(sizeof(cuComplex) == sizeof(cfloat) && sizeof(cuDoubleComplex) == sizeof(cdouble));
+
+// The cuBLAS function of E's precision among the S, D, C, Z variants of a routine. SOL_CUB_SH
+// takes the real variants of `real` and the complex ones of `cplx`: the Hermitian routines are
+// the symmetric ones on real data, with the same arguments (real alpha and beta where the
+// Hermitian routine has them real).
+template <class E, class S, class D, class C, class Z>
+auto pick4(S s, D d, C c, Z z) {
+  if constexpr (std::is_same_v<E, float>)
+    return s;
+  else if constexpr (std::is_same_v<E, double>)
+    return d;
+  else if constexpr (std::is_same_v<E, cfloat>)
+    return c;
+  else
+    return z;
+}
+#define SOL_CUB(name) pick4<E>(api.cublasS##name, api.cublasD##name, api.cublasC##name, api.cublasZ##name)
+#define SOL_CUB_SH(real, cplx) pick4<E>(api.cublasS##real, api.cublasD##real, api.cublasC##cplx, api.cublasZ##cplx)
+
+template <class E>
+E host_scalar(const Scalar& s) {
+  if constexpr (kComplex<E>)
+    return E(static_cast<RealOf<E>>(s.re), static_cast<RealOf<E>>(s.im));
+  else
+    return static_cast<E>(s.re);
+}
+
+template <class E>
+const Cu<E>* cu(const E& v) {
+  return reinterpret_cast<const Cu<E>*>(&v);
+}
+
+// Complex products as gfortran computes them (no C99 Annex G recovery of NaN results).
+template <class E>
+E times(E a, E b) {
+  if constexpr (kComplex<E>)
+    return E(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real());
+  else
+    return a * b;
+}
+
+cublasOperation_t cu_trans(char t, bool complex) noexcept {
+  switch (upper_case(t)) {
+    case 'N': return CUBLAS_OP_N;
+    case 'T': return CUBLAS_OP_T;
+    default: return complex ? CUBLAS_OP_C : CUBLAS_OP_T;  // 'C' on real data is 'T'
+  }
+}
+cublasFillMode_t cu_uplo(char u) noexcept {
+  return is_upper(u) ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
+}
+cublasSideMode_t cu_side(char s) noexcept {
+  return is_left(s) ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
+}
+cublasDiagType_t cu_diag(char d) noexcept {
+  return is_unit(d) ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
+}
+
+// ------------------------------------------------------------------------- host-side cases
+//
+// When alpha == 0 (or k == 0) the reference only scales C or y by beta, never reading A, B or x;
+// that is done here, where the data already is, rather than with two transfers.
+
+template <class E>
+void scale_vector(void* y, int64_t n, int64_t inc, const Scalar& beta) {
+  auto* p = static_cast<E*>(y);
+  const E bv = host_scalar<E>(beta);
+  for (int64_t i = 0; i < n; ++i) {
+    E& v = p[vector_at(i, n, inc)];
+    v = is_zero(beta) ? E{} : times(bv, v);
+  }
+}
+
+// C scaled by beta (zeroed when beta == 0): its upper triangle (tri > 0), lower triangle (tri < 0)
+// or all rows x cols (tri == 0). `herm`: beta is real and the diagonal is written as real, as
+// cherk and cher2k do.
+template <class E>
+void scale_columns(void* c, int64_t rows, int64_t cols, int64_t ld, int tri, const Scalar& beta, bool herm) {
+  auto* p = static_cast<E*>(c);
+  const E bv = host_scalar<E>(beta);
+  for (int64_t j = 0; j < cols; ++j) {
+    const int64_t first = tri < 0 ? j : 0;
+    const int64_t last = tri > 0 ? j : rows - 1;
+    for (int64_t i = first; i <= last; ++i) {
+      E& v = p[i + j * ld];
+      if (is_zero(beta)) {
+        v = E{};
+      } else if constexpr (kComplex<E>) {
+        if (herm)
+          v = i == j ? E(bv.real() * v.real(), 0) : E(bv.real() * v.real(), bv.real() * v.imag());
+        else
+          v = times(bv, v);
+      } else {
+        v = bv * v;
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------- level 3
+
+template <class E>
+Reason run_level3(Device& dev, Node& node) {
+  using R = RealOf<E>;
+  using T = Cu<E>;
+  const capture::BlasArgs& b = node.blas;
+  const CublasApi& api = dev.blas();
+  constexpr bool cx = kComplex<E>;
+  const int tri = is_upper(b.uplo) ? 1 : -1;
+
+  // Quick returns and the alpha == 0 / k == 0 cases, as the reference orders them.
+  switch (node.op) {
+    case Op::gemm:
+      if (b.m == 0 || b.n == 0) return Reason::ok;
+      if (is_zero(b.alpha) || b.k == 0) {
+        if (!is_one(b.beta)) scale_columns<E>(b.c, b.m, b.n, b.ldc, 0, b.beta, false);
+        return Reason::ok;
+      }
+      break;
+    case Op::symm:
+    case Op::hemm:
+      if (b.m == 0 || b.n == 0) return Reason::ok;
+      if (is_zero(b.alpha)) {
+        if (!is_one(b.beta)) scale_columns<E>(b.c, b.m, b.n, b.ldc, 0, b.beta, false);
+        return Reason::ok;
+      }
+      break;
+    case Op::syrk:
+    case Op::herk:
+    case Op::syr2k:
+    case Op::her2k:
+      if (b.n == 0) return Reason::ok;
+      if (is_zero(b.alpha) || b.k == 0) {
+        if (!is_one(b.beta))
+          scale_columns<E>(b.c, b.n, b.n, b.ldc, tri, b.beta, node.op == Op::herk || node.op == Op::her2k);
+        return Reason::ok;
+      }
+      break;
+    case Op::trmm:
+    case Op::trsm:
+      if (b.m == 0 || b.n == 0) return Reason::ok;
+      if (is_zero(b.alpha)) {
+        scale_columns<E>(b.b, b.m, b.n, b.ldb, 0, Scalar(0.0), false);
+        return Reason::ok;
+      }
+      break;
+    default: return Reason::op_unsupported;
+  }
+
+  Job job(dev, node);
+  if (Reason r = job.upload(); r != Reason::ok) return r;
+  cublasHandle_t h = dev.handle();
+  const int m = static_cast<int>(b.m), n = static_cast<int>(b.n), k = static_cast<int>(b.k);
+  const int lda = job.ld('a'), ldb = job.ld('b'), ldc = job.ld('c');
+  const E alpha = host_scalar<E>(b.alpha), beta = host_scalar<E>(b.beta);
+  const R ralpha = static_cast<R>(b.alpha.re), rbeta = static_cast<R>(b.beta.re);
+  const cublasOperation_t ta = cu_trans(b.transa, cx), tb = cu_trans(b.transb, cx);
+  auto* A = static_cast<T*>(job.ptr('a'));
+  auto* B = static_cast<T*>(job.ptr('b'));
+  auto* C = static_cast<T*>(job.ptr('c'));
+  cublasStatus_t st;
+
+  switch (node.op) {
+    case Op::gemm:
+      st = SOL_CUB(gemm)(h, ta, tb, m, n, k, cu(alpha), A, lda, B, ldb, cu(beta), C, ldc);
+      break;
+    case Op::symm:
+      st = SOL_CUB(symm)(h, cu_side(b.side), cu_uplo(b.uplo), m, n, cu(alpha), A, lda, B, ldb, cu(beta), C, ldc);
+      break;
+    case Op::hemm:
+      st = SOL_CUB_SH(symm, hemm)(h, cu_side(b.side), cu_uplo(b.uplo), m, n, cu(alpha), A, lda, B, ldb, cu(beta),
+                                  C, ldc);
+      break;
+    case Op::syrk:
+      st = SOL_CUB(syrk)(h, cu_uplo(b.uplo), ta, n, k, cu(alpha), A, lda, cu(beta), C, ldc);
+      break;
+    case Op::herk:  // real alpha and beta
+      st = SOL_CUB_SH(syrk, herk)(h, cu_uplo(b.uplo), ta, n, k, &ralpha, A, lda, &rbeta, C, ldc);
+      break;
+    case Op::syr2k:
+      st = SOL_CUB(syr2k)(h, cu_uplo(b.uplo), ta, n, k, cu(alpha), A, lda, B, ldb, cu(beta), C, ldc);
+      break;
+    case Op::her2k:  // real beta
+      st = SOL_CUB_SH(syr2k, her2k)(h, cu_uplo(b.uplo), ta, n, k, cu(alpha), A, lda, B, ldb, &rbeta, C, ldc);
+      break;
+    case Op::trmm:
+      // cuBLAS's trmm is out of place (C = alpha op(A) B); B passed as C is the in-place BLAS
+      // routine, which cuBLAS documents as supported.
+      st = SOL_CUB(trmm)(h, cu_side(b.side), cu_uplo(b.uplo), ta, cu_diag(b.diag), m, n, cu(alpha), A, lda, B, ldb,
+                         B, ldb);
+      break;
+    default:  // trsm
+      st = SOL_CUB(trsm)(h, cu_side(b.side), cu_uplo(b.uplo), ta, cu_diag(b.diag), m, n, cu(alpha), A, lda, B, ldb);
+  }
+  if (Reason r = job.check(st, capture::op_name(node.op)); r != Reason::ok) return r;
+  return job.download();
+}
+
+// ------------------------------------------------------------------------- level 2
+
+template <class E>
+Reason run_level2(Device& dev, Node& node) {
+  using R = RealOf<E>;
+  using T = Cu<E>;
+  const capture::BlasArgs& b = node.blas;
+  const CublasApi& api = dev.blas();
+  constexpr bool cx = kComplex<E>;
+  const bool na = notrans(b.transa);
+
+  switch (node.op) {
+    case Op::gemv:
+    case Op::gbmv:
+      if (b.m == 0 || b.n == 0 || (is_zero(b.alpha) && is_one(b.beta))) return Reason::ok;
+      if (is_zero(b.alpha)) {
+        scale_vector<E>(b.y, na ? b.m : b.n, b.incy, b.beta);
+        return Reason::ok;
+      }
+      break;
+    case Op::symv:
+    case Op::hemv:
+    case Op::sbmv:
+    case Op::hbmv:
+    case Op::spmv:
+    case Op::hpmv:
+      if (b.n == 0 || (is_zero(b.alpha) && is_one(b.beta))) return Reason::ok;
+      if (is_zero(b.alpha)) {
+        scale_vector<E>(b.y, b.n, b.incy, b.beta);
+        return Reason::ok;
+      }
+      break;
+    case Op::trmv:
+    case Op::tbmv:
+    case Op::tpmv:
+    case Op::trsv:
+    case Op::tbsv:
+    case Op::tpsv:
+      if (b.n == 0) return Reason::ok;
+      break;
+    case Op::ger:
+    case Op::geru:
+    case Op::gerc:
+      if (b.m == 0 || b.n == 0 || is_zero(b.alpha)) return Reason::ok;
+      break;
+    default:  // syr, her, spr, hpr, syr2, her2, spr2, hpr2
+      if (b.n == 0 || is_zero(b.alpha)) return Reason::ok;
+  }
+
+  Job job(dev, node);
+  if (Reason r = job.upload(); r != Reason::ok) return r;
+  cublasHandle_t h = dev.handle();
+  const int m = static_cast<int>(b.m), n = static_cast<int>(b.n), k = static_cast<int>(b.k);
+  const int lda = job.ld('a');
+  const E alpha = host_scalar<E>(b.alpha), beta = host_scalar<E>(b.beta);
+  const R ralpha = static_cast<R>(b.alpha.re);
+  const cublasOperation_t ta = cu_trans(b.transa, cx);
+  const cublasFillMode_t uplo = cu_uplo(b.uplo);
+  const cublasDiagType_t diag = cu_diag(b.diag);
+  auto* A = static_cast<T*>(job.ptr('a'));
+  auto* x = static_cast<T*>(job.ptr('x'));
+  auto* y = static_cast<T*>(job.ptr('y'));
+  cublasStatus_t st;
+
+  switch (node.op) {
+    case Op::gemv: st = SOL_CUB(gemv)(h, ta, m, n, cu(alpha), A, lda, x, 1, cu(beta), y, 1); break;
+    case Op::gbmv:
+      st = SOL_CUB(gbmv)(h, ta, m, n, static_cast<int>(b.kl), static_cast<int>(b.ku), cu(alpha), A, lda, x, 1,
+                         cu(beta), y, 1);
+      break;
+    case Op::trmv: st = SOL_CUB(trmv)(h, uplo, ta, diag, n, A, lda, x, 1); break;
+    case Op::tbmv: st = SOL_CUB(tbmv)(h, uplo, ta, diag, n, k, A, lda, x, 1); break;
+    case Op::tpmv: st = SOL_CUB(tpmv)(h, uplo, ta, diag, n, A, x, 1); break;
+    case Op::trsv: st = SOL_CUB(trsv)(h, uplo, ta, diag, n, A, lda, x, 1); break;
+    case Op::tbsv: st = SOL_CUB(tbsv)(h, uplo, ta, diag, n, k, A, lda, x, 1); break;
+    case Op::tpsv: st = SOL_CUB(tpsv)(h, uplo, ta, diag, n, A, x, 1); break;
+    case Op::symv:
+    case Op::hemv: st = SOL_CUB_SH(symv, hemv)(h, uplo, n, cu(alpha), A, lda, x, 1, cu(beta), y, 1); break;
+    case Op::sbmv:
+    case Op::hbmv: st = SOL_CUB_SH(sbmv, hbmv)(h, uplo, n, k, cu(alpha), A, lda, x, 1, cu(beta), y, 1); break;
+    case Op::spmv:
+    case Op::hpmv: st = SOL_CUB_SH(spmv, hpmv)(h, uplo, n, cu(alpha), A, x, 1, cu(beta), y, 1); break;
+    case Op::ger:
+    case Op::geru: st = SOL_CUB_SH(ger, geru)(h, m, n, cu(alpha), x, 1, y, 1, A, lda); break;
+    case Op::gerc: st = SOL_CUB_SH(ger, gerc)(h, m, n, cu(alpha), x, 1, y, 1, A, lda); break;
+    case Op::syr:
+    case Op::her: st = SOL_CUB_SH(syr, her)(h, uplo, n, &ralpha, x, 1, A, lda); break;  // real alpha
+    case Op::spr:
+    case Op::hpr: st = SOL_CUB_SH(spr, hpr)(h, uplo, n, &ralpha, x, 1, A); break;
+    case Op::syr2:
+    case Op::her2: st = SOL_CUB_SH(syr2, her2)(h, uplo, n, cu(alpha), x, 1, y, 1, A, lda); break;
+    default:  // spr2, hpr2
+      st = SOL_CUB_SH(spr2, hpr2)(h, uplo, n, cu(alpha), x, 1, y, 1, A);
+  }
+  if (Reason r = job.check(st, capture::op_name(node.op)); r != Reason::ok) return r;
+  return job.download();
+}
+
+// ------------------------------------------------------------------------- level 1
+
+template <class E>
+Reason run_level1(Device& dev, Node& node) {
+  using R = RealOf<E>;
+  using T = Cu<E>;
+  const capture::BlasArgs& b = node.blas;
+  const CublasApi& api = dev.blas();
+  const int64_t n64 = b.n;
+
+  // Quick returns. The reference's asum and iamax (3.11) return 0 for incx <= 0; nrm2 does not:
+  // it reads a negative increment from the far end and counts x(1) n times for incx == 0, which
+  // the gathered vector reproduces.
+  switch (node.op) {
+    case Op::asum:
+    case Op::nrm2:
+    case Op::iamax:
+      if (n64 <= 0 || (b.incx <= 0 && node.op != Op::nrm2)) {
+        if (node.op == Op::iamax)
+          node.ret.set(0);
+        else
+          node.ret.set(R(0));
+        return Reason::ok;
+      }
+      if (node.op == Op::iamax && n64 == 1) {
+        node.ret.set(1);
+        return Reason::ok;
+      }
+      break;
+    case Op::dot:
+    case Op::dotu:
+    case Op::dotc:
+      if (n64 <= 0) {
+        node.ret.set(E{});
+        return Reason::ok;
+      }
+      break;
+    case Op::axpy:
+      if (n64 <= 0 || is_zero(b.alpha)) return Reason::ok;
+      break;
+    case Op::scal:
+      if (n64 <= 0 || b.incx <= 0) return Reason::ok;
+      break;
+    case Op::rotm:
+      // param(1) = flag; -2 is the identity.
+      if (n64 <= 0 || static_cast<const E*>(b.param)[0] + E(2) == E(0)) return Reason::ok;
+      break;
+    case Op::copy:
+    case Op::swap:
+    case Op::rot:
+      if (n64 <= 0) return Reason::ok;
+      break;
+    default: return Reason::op_unsupported;
+  }
+
+  Job job(dev, node);
+  if (Reason r = job.upload(); r != Reason::ok) return r;
+  cublasHandle_t h = dev.handle();
+  const int n = static_cast<int>(n64);
+  auto* x = static_cast<T*>(job.ptr('x'));
+  auto* y = static_cast<T*>(job.ptr('y'));
+  const E alpha = host_scalar<E>(b.alpha);
+  const R ralpha = static_cast<R>(b.alpha.re), c = static_cast<R>(b.cs.re), s = static_cast<R>(b.sn.re);
+  R real_result = 0;
+  E result{};
+  int index = 0;
+  cublasStatus_t st;
+
+  switch (node.op) {
+    case Op::asum: st = pick4<E>(api.cublasSasum, api.cublasDasum, api.cublasScasum, api.cublasDzasum)(h, n, x, 1, &real_result); break;
+    case Op::nrm2: st = pick4<E>(api.cublasSnrm2, api.cublasDnrm2, api.cublasScnrm2, api.cublasDznrm2)(h, n, x, 1, &real_result); break;
+    case Op::iamax: st = pick4<E>(api.cublasIsamax, api.cublasIdamax, api.cublasIcamax, api.cublasIzamax)(h, n, x, 1, &index); break;
+    case Op::dot:
+    case Op::dotu: st = SOL_CUB_SH(dot, dotu)(h, n, x, 1, y, 1, reinterpret_cast<T*>(&result)); break;
+    case Op::dotc: st = SOL_CUB_SH(dot, dotc)(h, n, x, 1, y, 1, reinterpret_cast<T*>(&result)); break;
+    case Op::axpy: st = SOL_CUB(axpy)(h, n, cu(alpha), x, 1, y, 1); break;
+    case Op::copy: st = SOL_CUB(copy)(h, n, x, 1, y, 1); break;
+    case Op::swap: st = SOL_CUB(swap)(h, n, x, 1, y, 1); break;
+    case Op::scal:
+      if (b.real_alpha)  // csscal, zdscal (real data never has real_alpha set)
+        st = pick4<E>(api.cublasSscal, api.cublasDscal, api.cublasCsscal, api.cublasZdscal)(h, n, &ralpha, x, 1);
+      else
+        st = SOL_CUB(scal)(h, n, cu(alpha), x, 1);
+      break;
+    case Op::rot:  // real c and s: srot, drot, csrot, zdrot
+      st = pick4<E>(api.cublasSrot, api.cublasDrot, api.cublasCsrot, api.cublasZdrot)(h, n, x, 1, y, 1, &c, &s);
+      break;
+    default:  // rotm: real types only (supports() declines the rest)
+      if constexpr (kComplex<E>)
+        return Reason::op_unsupported;
+      else
+        st = pick4<E>(api.cublasSrotm, api.cublasDrotm, api.cublasSrotm, api.cublasDrotm)(
+            h, n, x, 1, y, 1, static_cast<const E*>(b.param));
+  }
+  if (Reason r = job.check(st, capture::op_name(node.op)); r != Reason::ok) return r;
+  // Host pointer mode: cuBLAS returned the result only once it was computed; download() still
+  // waits for the stream, and stores written vectors.
+  if (Reason r = job.download(); r != Reason::ok) return r;
+  switch (node.op) {
+    case Op::asum:
+    case Op::nrm2: node.ret.set(real_result); break;
+    case Op::iamax: node.ret.set(index); break;  // 1-based, as BLAS
+    case Op::dot:
+    case Op::dotu:
+    case Op::dotc: node.ret.set(result); break;
+    default: break;
+  }
+  return Reason::ok;
+}
+
+template <class E>
+Reason run_typed(Device& dev, Node& node) {
+  const char* family = capture::op_family(node.op);
+  if (family[4] == '3') return run_level3<E>(dev, node);
+  if (family[4] == '2') return run_level2<E>(dev, node);
+  return run_level1<E>(dev, node);
+}
+
+bool fits_int(int64_t v) noexcept {
+  return v >= INT_MIN && v <= INT_MAX;
+}
+
+}  // namespace
+
+Reason blas_supports(const Device& dev, const Node& node) noexcept {
+  const char* family = capture::op_family(node.op);
+  if (std::strncmp(family, "blas", 4) != 0) return Reason::not_blas;
+  switch (node.op) {
+    case Op::rotg:  // scalar-only routines: nothing for a device to do
+    case Op::rotmg:
+    case Op::cabs1:
+    case Op::sdsdot:  // not in cuBLAS
+    case Op::dsdot: return Reason::op_unsupported;
+    default: break;
+  }
+  switch (node.dtype) {
+    case DType::f32:
+    case DType::f64:
+    case DType::c64:
+    case DType::c128: break;
+    default: return Reason::dtype_unsupported;
+  }
+  if (node.op == Op::rotm && (node.dtype == DType::c64 || node.dtype == DType::c128)) return Reason::dtype_unsupported;
+  if (node.blas.layout == 'R') return Reason::stride_unsupported;  // the executor converts these first
+
+  // A written vector at increment 0 makes the reference's loop a sequential recurrence on one
+  // element (axpy accumulates into it, copy keeps the last value...): not a parallel operation.
+  const capture::BlasArgs& b = node.blas;
+  if (b.n > 1) {
+    switch (node.op) {
+      case Op::swap:
+      case Op::rot:
+      case Op::rotm:
+        if (b.incx == 0 || b.incy == 0) return Reason::stride_unsupported;
+        break;
+      case Op::axpy:
+      case Op::copy:
+        if (b.incy == 0) return Reason::stride_unsupported;
+        break;
+      default: break;
+    }
+  }
+  // cuBLAS's 32-bit interface: dimensions, and the leading dimensions on the device (at most the
+  // dimensions: operands are packed there).
+  for (int64_t v : {b.m, b.n, b.k, b.kl, b.ku})
+    if (!fits_int(v)) return Reason::too_large;
+  Operand ops[kMaxJobOperands];
+  const int count = describe(node, ops);
+  for (int i = 0; i < count; ++i)
+    if (!fits_int(ops[i].dld) || ops[i].device_bytes > dev.total_memory()) return Reason::too_large;
+  return Reason::ok;
+}
+
+Reason blas_run(Device& dev, Node& node) {
+  switch (node.dtype) {
+    case DType::f32: return run_typed<float>(dev, node);
+    case DType::f64: return run_typed<double>(dev, node);
+    case DType::c64: return run_typed<cfloat>(dev, node);
+    case DType::c128: return run_typed<cdouble>(dev, node);
+    default: return Reason::dtype_unsupported;
+  }
+}
+
+}  // namespace sol::backends::cuda

@@ -1,0 +1,208 @@
+#include "backends/cuda/cost.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <vector>
+
+#include "backends/cuda/transfer.hpp"
+#include "capture/blas/blas.hpp"
+
+namespace sol::backends::cuda {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Large enough that a transfer's fixed cost is noise next to its bandwidth term.
+constexpr size_t kTransferBytes = size_t{32} << 20;
+constexpr int kTransferRuns = 4;  // best of: the first run also maps the pages
+constexpr int kLatencyRuns = 21;  // median: the fixed cost a node typically pays
+// GEMM from 1024 up, doubling until one run takes kGemmMinSeconds (launch costs are then noise).
+constexpr int kGemmFirstSize = 1024;
+constexpr int kGemmLastSize = 8192;
+constexpr double kGemmMinSeconds = 0.01;
+constexpr int kGemmRuns = 3;  // best of, after an untimed run at each size
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A device allocation freed with its scope.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(const CudartApi& rt) : rt_(rt) {}
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (ptr_) rt_.cudaFree(ptr_);
+  }
+  cudaError_t create(size_t bytes) { return rt_.cudaMalloc(&ptr_, bytes); }
+  void* get() const noexcept { return ptr_; }
+
+ private:
+  const CudartApi& rt_;
+  void* ptr_ = nullptr;
+};
+
+bool failed(const CudartApi& rt, cudaError_t err, const char* what, std::string& why) {
+  if (err == cudaSuccess) return false;
+  why = std::string(what) + ": " + error_text(rt, err);
+  return true;
+}
+
+bool measure_transfers(Device& dev, Costs& out, std::string& why) {
+  const CudartApi& rt = dev.rt();
+  cudaStream_t s = dev.stream();
+  // Pageable memory, written once so that its pages are resident, as a program's operands are.
+  std::vector<unsigned char> host(kTransferBytes, 1);
+  DeviceBuffer a(rt), b(rt);
+  if (failed(rt, a.create(kTransferBytes), "cudaMalloc", why) || failed(rt, b.create(kTransferBytes), "cudaMalloc", why))
+    return false;
+  cudaError_t err = cudaSuccess;
+  void* pinned = dev.staging(0, kTransferBytes, err);
+  if (!pinned) return !failed(rt, err, "cudaMallocHost", why);
+  double up = std::numeric_limits<double>::infinity(), down = up, copy = up;
+  for (int i = 0; i < kTransferRuns; ++i) {
+    auto t0 = Clock::now();
+    if (failed(rt, rt.cudaMemcpyAsync(a.get(), host.data(), kTransferBytes, cudaMemcpyHostToDevice, s), "upload", why) ||
+        failed(rt, rt.cudaStreamSynchronize(s), "cudaStreamSynchronize", why))
+      return false;
+    up = std::min(up, seconds_since(t0));
+    t0 = Clock::now();
+    if (failed(rt, rt.cudaMemcpyAsync(pinned, a.get(), kTransferBytes, cudaMemcpyDeviceToHost, s), "download", why) ||
+        failed(rt, rt.cudaStreamSynchronize(s), "cudaStreamSynchronize", why))
+      return false;
+    down = std::min(down, seconds_since(t0));
+    t0 = Clock::now();
+    if (failed(rt, rt.cudaMemcpyAsync(b.get(), a.get(), kTransferBytes, cudaMemcpyDeviceToDevice, s), "copy", why) ||
+        failed(rt, rt.cudaStreamSynchronize(s), "cudaStreamSynchronize", why))
+      return false;
+    copy = std::min(copy, seconds_since(t0));
+  }
+  out.to_device = kTransferBytes / up;
+  out.to_host = kTransferBytes / down;
+  out.on_device = 2.0 * kTransferBytes / copy;  // each byte read and written
+
+  // The smallest node's round trip (the first one not counted).
+  std::vector<double> trips;
+  unsigned char word[4] = {};
+  for (int i = 0; i <= kLatencyRuns; ++i) {
+    const auto t0 = Clock::now();
+    if (failed(rt, rt.cudaMemcpyAsync(b.get(), word, sizeof word, cudaMemcpyHostToDevice, s), "upload", why) ||
+        failed(rt, rt.cudaMemsetAsync(a.get(), 0, sizeof word, s), "cudaMemsetAsync", why) ||
+        failed(rt, rt.cudaMemcpyAsync(pinned, a.get(), sizeof word, cudaMemcpyDeviceToHost, s), "download", why) ||
+        failed(rt, rt.cudaStreamSynchronize(s), "cudaStreamSynchronize", why))
+      return false;
+    if (i) trips.push_back(seconds_since(t0));
+  }
+  std::nth_element(trips.begin(), trips.begin() + trips.size() / 2, trips.end());
+  out.latency = trips[trips.size() / 2];
+  return true;
+}
+
+// cuBLAS's GEMM rate of E (float or double) on n x n operands of small normal values.
+template <class E>
+bool measure_gemm(Device& dev, double& rate, std::string& why) {
+  const CudartApi& rt = dev.rt();
+  const CublasApi& api = dev.blas();
+  cudaStream_t s = dev.stream();
+  for (int n = kGemmFirstSize; n <= kGemmLastSize; n *= 2) {
+    const size_t bytes = static_cast<size_t>(n) * n * sizeof(E);
+    DeviceBuffer a(rt), b(rt), c(rt);
+    if (failed(rt, a.create(bytes), "cudaMalloc", why) || failed(rt, b.create(bytes), "cudaMalloc", why) ||
+        failed(rt, c.create(bytes), "cudaMalloc", why))
+      return false;
+    // 0x3c bytes: about 0.0115 in f32, 1.5e-18 in f64; normal numbers, no denormal slow path.
+    if (failed(rt, rt.cudaMemsetAsync(a.get(), 0x3c, bytes, s), "cudaMemsetAsync", why) ||
+        failed(rt, rt.cudaMemsetAsync(b.get(), 0x3c, bytes, s), "cudaMemsetAsync", why))
+      return false;
+    const E one = 1, zero = 0;
+    double best = std::numeric_limits<double>::infinity();
+    for (int run = 0; run <= kGemmRuns; ++run) {
+      const auto t0 = Clock::now();
+      cublasStatus_t st;
+      if constexpr (std::is_same_v<E, float>)
+        st = api.cublasSgemm(dev.handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, static_cast<E*>(a.get()), n,
+                             static_cast<E*>(b.get()), n, &zero, static_cast<E*>(c.get()), n);
+      else
+        st = api.cublasDgemm(dev.handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, static_cast<E*>(a.get()), n,
+                             static_cast<E*>(b.get()), n, &zero, static_cast<E*>(c.get()), n);
+      if (st != CUBLAS_STATUS_SUCCESS) {
+        why = std::string(std::is_same_v<E, float> ? "cublasSgemm: " : "cublasDgemm: ") + status_text(api, st);
+        return false;
+      }
+      if (failed(rt, rt.cudaStreamSynchronize(s), "cudaStreamSynchronize", why)) return false;
+      if (run) best = std::min(best, seconds_since(t0));
+    }
+    rate = 2.0 * n * n * static_cast<double>(n) / best;
+    if (best >= kGemmMinSeconds) break;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool measure_costs(Device& dev, Costs& out, std::string& why) {
+  Costs c;
+  if (!measure_transfers(dev, c, why) || !measure_gemm<float>(dev, c.gemm_f32, why) ||
+      !measure_gemm<double>(dev, c.gemm_f64, why))
+    return false;
+  if (!(c.to_device > 0 && c.to_host > 0 && c.on_device > 0 && c.gemm_f32 > 0 && c.gemm_f64 > 0)) {
+    why = "a measured figure is not positive";
+    return false;
+  }
+  out = c;
+  return true;
+}
+
+double predict_seconds(const Costs& costs, const capture::Node& node, double flops) noexcept {
+  const bool single = node.dtype == capture::DType::f32 || node.dtype == capture::DType::c64;
+  const double rate = single ? costs.gemm_f32 : costs.gemm_f64;
+  if (rate <= 0 || costs.to_device <= 0 || costs.to_host <= 0 || costs.on_device <= 0) return -1;
+  Operand ops[kMaxJobOperands];
+  const int count = describe(node, ops);
+  double up = 0, down = 0, touched = 0;
+  for (int i = 0; i < count; ++i) {
+    if (ops[i].shape == Shape::host) continue;
+    const double bytes = static_cast<double>(ops[i].device_bytes);
+    if (ops[i].ext.read) up += bytes;
+    if (ops[i].ext.written) down += bytes;
+    touched += (ops[i].ext.read ? bytes : 0) + (ops[i].ext.written ? bytes : 0);
+  }
+  return costs.latency + up / costs.to_device + down / costs.to_host +
+         std::max(flops / rate, touched / costs.on_device);
+}
+
+double break_even_flops(const Costs& costs) noexcept {
+  auto square = [&](double rate, double es) {
+    if (rate <= 0) return std::numeric_limits<double>::infinity();
+    // Fixed costs grow as n^2, compute as n^3: the first n (to 1%) where compute catches up.
+    auto compute_wins = [&](double n) {
+      const double fixed = costs.latency + 3 * n * n * es / costs.to_device + n * n * es / costs.to_host;
+      return 2 * n * n * n / rate >= fixed;
+    };
+    double lo = 1, hi = 1;
+    while (!compute_wins(hi) && hi < 1e7) hi *= 2;
+    while (hi - lo > std::max(1.0, lo * 0.01)) {
+      const double mid = (lo + hi) / 2;
+      (compute_wins(mid) ? hi : lo) = mid;
+    }
+    return 2 * hi * hi * hi;
+  };
+  const double f = std::min(square(costs.gemm_f32, 4), square(costs.gemm_f64, 8));
+  return std::isfinite(f) ? f : 0;
+}
+
+std::string describe(const Costs& c) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                ", %.1f GB/s to device, %.1f GB/s back, %.0f GB/s on device, %.1f us latency, %.0f GFLOP/s f32, "
+                "%.0f GFLOP/s f64",
+                c.to_device / 1e9, c.to_host / 1e9, c.on_device / 1e9, c.latency * 1e6, c.gemm_f32 / 1e9,
+                c.gemm_f64 / 1e9);
+  return buf;
+}
+
+}  // namespace sol::backends::cuda

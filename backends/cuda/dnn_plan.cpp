@@ -1,0 +1,595 @@
+#include "backends/cuda/dnn_plan.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <string_view>
+
+#include "capture/dnn/validate.hpp"
+
+namespace sol::backends::cuda::dnn {
+namespace {
+
+using capture::DType;
+using capture::Op;
+using hal::Reason;
+using ir::Alg;
+using ir::Arg;
+using ir::Desc;
+using ir::Layout;
+using ir::Prop;
+using ir::TensorDesc;
+
+bool fits_int(int64_t v) noexcept {
+  return v >= 0 && v <= INT_MAX;
+}
+
+int64_t padded_elements(const Layout& l) noexcept {
+  int64_t n = 1;
+  for (int d = 0; d < l.ndims; ++d) n *= l.padded[d];
+  return l.ndims ? n : 0;
+}
+
+// One past the last element offset() reaches (0 for an empty tensor).
+int64_t extent(const Layout& l) noexcept {
+  int64_t last[ir::kMaxDims];
+  for (int d = 0; d < l.ndims; ++d) {
+    if (l.padded[d] == 0) return 0;
+    last[d] = l.padded[d] - 1;
+  }
+  return l.offset(last) + 1;  // offsets grow with every index: strides are not negative
+}
+
+// Dense strides of `dims` in the order `perm` (nullptr: identity), per logical dim.
+void dense_strides(int n, const int64_t* dims, const int* perm, int64_t* out) noexcept {
+  int64_t stride = 1;
+  for (int k = n - 1; k >= 0; --k) {
+    const int d = perm ? perm[k] : k;
+    out[d] = stride;
+    stride *= dims[d];
+  }
+}
+
+// The view pairing layout `l` with a dense array of strides `dense` per logical dim (of l.dims for
+// a plain layout, of l.padded for a blocked one).
+bool make_view(const Layout& l, const int64_t* dense, View& v) noexcept {
+  struct Sub {
+    int64_t size, stride, dense;
+  };
+  Sub subs[ir::kMaxDims + ir::kMaxBlocks];
+  int count = 0;
+  int64_t inner[ir::kMaxBlocks];  // the stride of each inner block's index
+  for (int b = l.nblocks - 1, s = 1; b >= 0; --b) {
+    inner[b] = s;
+    s *= static_cast<int>(l.block[b]);
+  }
+  for (int d = 0; d < l.ndims; ++d) {
+    int64_t blocked = 1;
+    for (int b = 0; b < l.nblocks; ++b)
+      if (l.block_dim[b] == d) blocked *= l.block[b];
+    const int64_t size = l.plain() ? l.dims[d] : l.padded[d];
+    subs[count++] = {size / blocked, l.strides[d], dense[d] * blocked};
+    // The blocks of d, outermost first: the remainders of the index, each weighing the product of
+    // the later blocks of d in the dense array.
+    for (int b = 0; b < l.nblocks; ++b) {
+      if (l.block_dim[b] != d) continue;
+      int64_t later = 1;
+      for (int c = b + 1; c < l.nblocks; ++c)
+        if (l.block_dim[c] == d) later *= l.block[c];
+      subs[count++] = {l.block[b], inner[b], dense[d] * later};
+    }
+  }
+  v = View{};
+  v.offset = l.offset0;
+  for (int i = 0; i < count; ++i) {
+    if (subs[i].size == 1) continue;
+    if (v.ndims == kViewDims) return false;
+    if (!fits_int(subs[i].size) || !fits_int(subs[i].stride) || !fits_int(subs[i].dense) || subs[i].stride < 1)
+      return false;
+    v.dims[v.ndims] = static_cast<int>(subs[i].size);
+    v.strides[v.ndims] = static_cast<int>(subs[i].stride);
+    v.dense[v.ndims] = static_cast<int>(subs[i].dense);
+    ++v.ndims;
+  }
+  while (v.ndims < 4) {
+    v.dims[v.ndims] = v.strides[v.ndims] = v.dense[v.ndims] = 1;
+    ++v.ndims;
+  }
+  return true;
+}
+
+bool forward(const Desc& d) noexcept {
+  return d.prop == Prop::forward_training || d.prop == Prop::forward_inference;
+}
+
+bool same_dims(const TensorDesc& a, const TensorDesc& b) noexcept {
+  if (a.layout.ndims != b.layout.ndims) return false;
+  for (int d = 0; d < a.layout.ndims; ++d)
+    if (a.layout.dims[d] != b.layout.dims[d]) return false;
+  return true;
+}
+
+int count_sources(const Desc& d) noexcept {
+  int n = 0;
+  while (d.find(Arg::multi_src, n) >= 0) ++n;
+  return n;
+}
+
+// Whether the layout is one Layout::offset() addresses inside the tensor's buffer.
+bool addressable(const TensorDesc& t, const void* data) noexcept {
+  const Layout& l = t.layout;
+  if (l.ndims < 1 || l.ndims > ir::kMaxDims || l.nblocks < 0 || l.nblocks > ir::kMaxBlocks) return false;
+  int64_t blocked[ir::kMaxDims];
+  for (int d = 0; d < l.ndims; ++d) {
+    if (l.dims[d] < 0 || l.padded[d] < l.dims[d] || l.strides[d] < 0) return false;
+    if (l.plain() && l.padded[d] != l.dims[d]) return false;
+    blocked[d] = 1;
+  }
+  for (int b = 0; b < l.nblocks; ++b) {
+    if (l.block_dim[b] < 0 || l.block_dim[b] >= l.ndims || l.block[b] < 1) return false;
+    blocked[l.block_dim[b]] *= l.block[b];
+  }
+  for (int d = 0; d < l.ndims; ++d)
+    if (l.padded[d] % blocked[d]) return false;
+  if (padded_elements(l) == 0) return true;
+  if (!data || l.offset0 < 0) return false;
+  return t.bytes == 0 || static_cast<size_t>(extent(l)) * capture::dtype_size(t.dtype) <= t.bytes;
+}
+
+// ---------------------------------------------------------------------------------- geometry
+
+// Spatial sizes of x, y and the kernel at cuDNN's positions (1-D: H = 1 before W), with padding
+// pad_l on both sides: cuDNN pads symmetrically. Asymmetric padding is taken when the window
+// positions are the same as with pad_l on both sides: the output size the symmetric padding
+// gives is y's (oneDNN's pad_r is then only what the last window does not reach past).
+Reason spatial(const Desc& d, const Layout& x, const Layout& y, int nsp, int* xs, int* ys, int* k, int* pad,
+               int* stride, int* dil, bool dilation_allowed) noexcept {
+  if (d.nsp < 1 || d.nsp > 3 || x.ndims != d.nsp + 2 || y.ndims != d.nsp + 2) return Reason::desc_invalid;
+  for (int a = 0; a < nsp; ++a) xs[a] = ys[a] = k[a] = stride[a] = dil[a] = 1, pad[a] = 0;
+  for (int i = 0; i < d.nsp; ++i) {
+    const int at = nsp - d.nsp + i;
+    const int64_t xv = x.dims[2 + i], yv = y.dims[2 + i], kv = d.kernel[i], sv = d.stride[i], dv = d.dilation[i],
+                  pl = d.pad_l[i], pr = d.pad_r[i];
+    if (kv < 1 || sv < 1 || dv < 1 || pl < 0 || pr < 0) return Reason::desc_invalid;
+    const int64_t span = (kv - 1) * dv + 1, room = xv + pl + pr - span;
+    if (room < 0 || room / sv + 1 != yv) return Reason::desc_invalid;
+    if (dv != 1 && !dilation_allowed) return Reason::geometry_unsupported;
+    const int64_t sym = xv + 2 * pl - span;
+    if (sym < 0 || sym / sv + 1 != yv) return Reason::geometry_unsupported;
+    for (int64_t v : {xv, yv, kv, sv, dv, pl})
+      if (!fits_int(v)) return Reason::too_large;
+    xs[at] = static_cast<int>(xv), ys[at] = static_cast<int>(yv), k[at] = static_cast<int>(kv);
+    stride[at] = static_cast<int>(sv), dil[at] = static_cast<int>(dv), pad[at] = static_cast<int>(pl);
+  }
+  return Reason::ok;
+}
+
+// ------------------------------------------------------------------------------------- checks
+
+Reason check_post_op_support(const Desc& d) noexcept {
+  for (int i = 0; i < d.npost_ops; ++i) {
+    const ir::PostOp& po = d.post_ops[i];
+    switch (po.kind) {
+      case ir::PostOp::Kind::sum:
+        if (po.sum_dtype != DType::none && po.sum_dtype != DType::f32) return Reason::attr_unsupported;
+        break;
+      case ir::PostOp::Kind::eltwise: {
+        EltPlan e;
+        if (Reason r = plan_eltwise(po.alg, po.alpha, po.beta, false, e); r != Reason::ok) return r;
+        break;
+      }
+      case ir::PostOp::Kind::binary: {
+        BinPlan b;
+        if (Reason r = plan_binary(po.alg, b); r != Reason::ok) return r;
+        const TensorDesc* dst = d.desc(Arg::dst);
+        if (dst && dst->layout.ndims > 5) return Reason::layout_unsupported;  // cudnnOpTensor: 5 dims
+        break;
+      }
+    }
+  }
+  return Reason::ok;
+}
+
+bool takes_attributes(const Desc& d) noexcept {
+  const bool fwd = d.prop == Prop::none || forward(d);
+  switch (d.kind) {
+    case Op::convolution:
+    case Op::deconvolution:
+    case Op::inner_product:
+    case Op::matmul:
+    case Op::eltwise:
+    case Op::pooling:
+    case Op::binary:
+    case Op::reorder: return fwd;
+    default: return false;
+  }
+}
+
+Reason check_attributes(const Desc& d) noexcept {
+  if (d.output_scale == 1 && d.npost_ops == 0) return Reason::ok;
+  if (!takes_attributes(d)) return Reason::attr_unsupported;
+  if (Reason r = capture::dnn::check_post_ops(d); r != Reason::ok) return r;
+  return check_post_op_support(d);
+}
+
+Reason check_ip(const Desc& d) noexcept {
+  if (d.prop != Prop::forward_training && d.prop != Prop::forward_inference && d.prop != Prop::backward_data &&
+      d.prop != Prop::backward_weights)
+    return Reason::prop_unsupported;
+  const bool bwd_data = d.prop == Prop::backward_data, bwd_w = d.prop == Prop::backward_weights;
+  const TensorDesc* x = d.desc(bwd_data ? Arg::diff_src : Arg::src);
+  const TensorDesc* w = d.desc(bwd_w ? Arg::diff_weights : Arg::weights);
+  const TensorDesc* y = d.desc(bwd_data || bwd_w ? Arg::diff_dst : Arg::dst);
+  if (!x || !w || !y) return Reason::desc_invalid;
+  const Layout &xl = x->layout, &wl = w->layout, &yl = y->layout;
+  if (xl.ndims < 2 || wl.ndims != xl.ndims || yl.ndims != 2) return Reason::desc_invalid;
+  int64_t k = 1;
+  for (int i = 1; i < xl.ndims; ++i) {
+    if (wl.dims[i] != xl.dims[i]) return Reason::desc_invalid;
+    k *= xl.dims[i];
+  }
+  if (yl.dims[0] != xl.dims[0] || yl.dims[1] != wl.dims[0]) return Reason::desc_invalid;
+  for (int64_t v : {xl.dims[0], wl.dims[0], k})
+    if (!fits_int(v)) return Reason::too_large;
+  const TensorDesc* b = d.desc(bwd_w ? Arg::diff_bias : Arg::bias);
+  if (b && (b->layout.ndims != 1 || b->layout.dims[0] != wl.dims[0])) return Reason::desc_invalid;
+  return Reason::ok;
+}
+
+Reason check_matmul(const Desc& d) noexcept {
+  if (d.prop != Prop::none && !forward(d)) return Reason::prop_unsupported;
+  const TensorDesc *a = d.desc(Arg::src), *b = d.desc(Arg::weights), *y = d.desc(Arg::dst);
+  if (!a || !b || !y) return Reason::desc_invalid;
+  const int nd = y->layout.ndims;
+  if (nd < 2 || a->layout.ndims != nd || b->layout.ndims != nd) return Reason::desc_invalid;
+  const int64_t *ad = a->layout.dims, *bd = b->layout.dims, *yd = y->layout.dims;
+  if (ad[nd - 2] != yd[nd - 2] || bd[nd - 1] != yd[nd - 1] || ad[nd - 1] != bd[nd - 2]) return Reason::desc_invalid;
+  for (int i = 0; i < nd - 2; ++i)
+    if ((ad[i] != yd[i] && ad[i] != 1) || (bd[i] != yd[i] && bd[i] != 1)) return Reason::desc_invalid;
+  for (int64_t v : {yd[nd - 2], yd[nd - 1], ad[nd - 1], a->layout.elements(), b->layout.elements(), y->layout.elements()})
+    if (!fits_int(v)) return Reason::too_large;
+  if (const TensorDesc* bias = d.desc(Arg::bias)) {
+    if (!capture::dnn::broadcasts_to(*bias, *y)) return Reason::desc_invalid;
+    if (nd > 5) return Reason::layout_unsupported;  // cudnnAddTensor: 5 dims
+  }
+  return Reason::ok;
+}
+
+Reason check_eltwise(const Desc& d) noexcept {
+  if (!capture::dnn::is_eltwise(d.alg)) return Reason::desc_invalid;
+  EltPlan e;
+  if (forward(d)) {
+    const TensorDesc *src = d.desc(Arg::src), *dst = d.desc(Arg::dst);
+    if (!src || !dst || !same_dims(*src, *dst)) return Reason::desc_invalid;
+    return plan_eltwise(d.alg, d.alpha, d.beta, false, e);
+  }
+  if (d.prop != Prop::backward_data) return Reason::prop_unsupported;
+  const TensorDesc *x = d.desc(capture::dnn::uses_dst(d.alg) ? Arg::dst : Arg::src), *dd = d.desc(Arg::diff_dst),
+                   *ds = d.desc(Arg::diff_src);
+  if (!x || !dd || !ds || !same_dims(*x, *dd) || !same_dims(*x, *ds)) return Reason::desc_invalid;
+  return plan_eltwise(d.alg, d.alpha, d.beta, true, e);
+}
+
+Reason check_bnorm(const Desc& d) noexcept {
+  if (!forward(d) && d.prop != Prop::backward && d.prop != Prop::backward_data) return Reason::prop_unsupported;
+  const TensorDesc* x = d.desc(Arg::src);
+  const TensorDesc* y = d.desc(forward(d) ? Arg::dst : Arg::diff_dst);
+  if (!x || !y || !same_dims(*x, *y) || x->layout.ndims < 2) return Reason::desc_invalid;
+  const int64_t c = x->layout.dims[1];
+  const bool stats_in = d.global_stats || !forward(d);
+  for (Arg a : {Arg::mean, Arg::variance}) {
+    const TensorDesc* t = d.desc(a);
+    if ((stats_in && !t) || (t && t->layout.elements() != c)) return Reason::desc_invalid;
+  }
+  for (Arg a : {Arg::scale, Arg::shift, Arg::diff_scale, Arg::diff_shift})
+    if (const TensorDesc* t = d.desc(a); t && t->layout.elements() != c) return Reason::desc_invalid;
+  if (d.use_scale && !d.desc(Arg::scale)) return Reason::desc_invalid;
+  if (d.use_shift && forward(d) && !d.desc(Arg::shift)) return Reason::desc_invalid;
+  if (!forward(d) && (!d.desc(Arg::diff_src) || !same_dims(*d.desc(Arg::diff_src), *x))) return Reason::desc_invalid;
+  // The fused ReLU's mask travels in a workspace from training to the backward pass.
+  if (d.fuse_relu && d.prop != Prop::forward_inference) return Reason::workspace_unsupported;
+  // cuDNN's backward pass differentiates through the batch statistics; with global statistics
+  // they are constants.
+  if (!forward(d) && d.global_stats) return Reason::flags_unsupported;
+  // Training computes the variance from the running variance cuDNN keeps, which is unbiased:
+  // 1 / (m - 1) needs two values per channel.
+  const int64_t per_channel = x->layout.elements() / std::max<int64_t>(c, 1);
+  if (forward(d) && !d.global_stats && per_channel < 2) return Reason::geometry_unsupported;
+  if (!fits_int(c) || !fits_int(per_channel) || !fits_int(x->layout.dims[0])) return Reason::too_large;
+  return Reason::ok;
+}
+
+Reason check_softmax(const Desc& d) noexcept {
+  if (!forward(d) && d.prop != Prop::backward_data) return Reason::prop_unsupported;
+  const TensorDesc* dst = d.desc(Arg::dst);
+  if (!dst || d.axis < 0 || d.axis >= dst->layout.ndims) return Reason::desc_invalid;
+  for (Arg a : {forward(d) ? Arg::src : Arg::diff_dst, forward(d) ? Arg::src : Arg::diff_src}) {
+    const TensorDesc* t = d.desc(a);
+    if (!t || !same_dims(*t, *dst)) return Reason::desc_invalid;
+  }
+  return Reason::ok;
+}
+
+Reason check_binary(const Desc& d) noexcept {
+  const TensorDesc *a = d.desc(Arg::src), *b = d.desc(Arg::src1), *y = d.desc(Arg::dst);
+  if (!capture::dnn::is_binary(d.alg) || !a || !b || !y) return Reason::desc_invalid;
+  if (!capture::dnn::broadcasts_to(*a, *y) || !capture::dnn::broadcasts_to(*b, *y)) return Reason::desc_invalid;
+  BinPlan p;
+  if (Reason r = plan_binary(d.alg, p); r != Reason::ok) return r;
+  // cudnnOpTensor broadcasts its second operand only, over at most 5 dims.
+  if (!same_dims(*a, *y)) return Reason::geometry_unsupported;
+  return y->layout.ndims <= 5 ? Reason::ok : Reason::layout_unsupported;
+}
+
+Reason check_sum(const Desc& d) noexcept {
+  const TensorDesc* y = d.desc(Arg::dst);
+  const int n = count_sources(d);
+  if (!y || n == 0) return Reason::desc_invalid;
+  for (int i = 0; i < n; ++i)
+    if (!same_dims(*d.desc(Arg::multi_src, i), *y)) return Reason::desc_invalid;
+  return fits_int(y->layout.elements()) ? Reason::ok : Reason::too_large;
+}
+
+Reason check_concat(const Desc& d) noexcept {
+  const TensorDesc* y = d.desc(Arg::dst);
+  const int n = count_sources(d);
+  if (!y || n == 0 || d.axis < 0 || d.axis >= y->layout.ndims) return Reason::desc_invalid;
+  int64_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    const Layout& l = d.desc(Arg::multi_src, i)->layout;
+    if (l.ndims != y->layout.ndims) return Reason::desc_invalid;
+    for (int k = 0; k < l.ndims; ++k)
+      if (k != d.axis && l.dims[k] != y->layout.dims[k]) return Reason::desc_invalid;
+    total += l.dims[d.axis];
+  }
+  return total == y->layout.dims[d.axis] ? Reason::ok : Reason::desc_invalid;
+}
+
+Reason check_reorder(const Desc& d) noexcept {
+  const TensorDesc *x = d.desc(Arg::src), *y = d.desc(Arg::dst);
+  return x && y && same_dims(*x, *y) ? Reason::ok : Reason::desc_invalid;
+}
+
+Reason check_kind(const Desc& d) noexcept {
+  switch (d.kind) {
+    case Op::convolution:
+    case Op::deconvolution: {
+      ConvPlan p;
+      return plan_conv(d, p);
+    }
+    case Op::inner_product: return check_ip(d);
+    case Op::matmul: return check_matmul(d);
+    case Op::eltwise: return check_eltwise(d);
+    case Op::pooling: {
+      PoolPlan p;
+      return plan_pool(d, p);
+    }
+    case Op::batch_normalization: return check_bnorm(d);
+    case Op::softmax:
+    case Op::logsoftmax: return check_softmax(d);
+    case Op::binary: return check_binary(d);
+    case Op::sum: return check_sum(d);
+    case Op::concat: return check_concat(d);
+    case Op::reorder: return check_reorder(d);
+    default: return Reason::op_unsupported;  // layer_normalization, lrn, shuffle, prelu, ...
+  }
+}
+
+}  // namespace
+
+bool dense_canonical(const Layout& l) noexcept {
+  if (!l.plain() || l.offset0 != 0) return false;
+  int64_t stride = 1;
+  for (int d = l.ndims - 1; d >= 0; --d) {
+    if (l.dims[d] > 1 && l.strides[d] != stride) return false;
+    stride *= l.dims[d];
+  }
+  return true;
+}
+
+bool plan_gather(const Layout& l, const int* perm, Gather& g) noexcept {
+  g = Gather{};
+  bool identity = true;
+  if (perm)
+    for (int k = 0; k < l.ndims; ++k) identity = identity && perm[k] == k;
+  if (identity && dense_canonical(l)) return true;
+  int64_t target[ir::kMaxDims];
+  dense_strides(l.ndims, l.dims, perm, target);
+  bool padded = false;
+  for (int d = 0; d < l.ndims; ++d) padded = padded || (!l.plain() && l.padded[d] != l.dims[d]);
+  if (!padded) {
+    g.steps = 1;
+    return make_view(l, target, g.first);
+  }
+  int64_t pstrides[ir::kMaxDims];
+  dense_strides(l.ndims, l.padded, nullptr, pstrides);
+  Layout p{};  // the dense array of the padded dims, cropped to the logical ones
+  p.ndims = l.ndims;
+  for (int d = 0; d < l.ndims; ++d) p.dims[d] = p.padded[d] = l.dims[d], p.strides[d] = pstrides[d];
+  g.steps = 2;
+  g.padded_elements = padded_elements(l);
+  return make_view(l, pstrides, g.first) && make_view(p, target, g.second);
+}
+
+size_t buffer_bytes(const TensorDesc& t) noexcept {
+  return std::max(t.bytes, static_cast<size_t>(extent(t.layout)) * capture::dtype_size(t.dtype));
+}
+
+bool covers(const TensorDesc& t) noexcept {
+  const int64_t count = padded_elements(t.layout);
+  return t.layout.offset0 == 0 && extent(t.layout) == count &&
+         buffer_bytes(t) == static_cast<size_t>(count) * capture::dtype_size(t.dtype);
+}
+
+Reason plan_conv(const Desc& d, ConvPlan& p) noexcept {
+  p = ConvPlan{};
+  const bool deconv = d.kind == Op::deconvolution;
+  using Pass = ConvPlan::Pass;
+  switch (d.prop) {
+    case Prop::forward_training:
+    case Prop::forward_inference:
+      p.pass = deconv ? Pass::backward_data : Pass::forward;
+      p.x = deconv ? Arg::dst : Arg::src, p.y = deconv ? Arg::src : Arg::dst, p.w = Arg::weights;
+      break;
+    case Prop::backward_data:
+      p.pass = deconv ? Pass::forward : Pass::backward_data;
+      p.x = deconv ? Arg::diff_dst : Arg::diff_src, p.y = deconv ? Arg::diff_src : Arg::diff_dst, p.w = Arg::weights;
+      break;
+    case Prop::backward_weights:
+      p.pass = Pass::backward_filter;
+      p.x = deconv ? Arg::diff_dst : Arg::src, p.y = deconv ? Arg::src : Arg::diff_dst, p.w = Arg::diff_weights;
+      break;
+    default: return Reason::prop_unsupported;
+  }
+  const TensorDesc *xt = d.desc(p.x), *yt = d.desc(p.y), *wt = d.desc(p.w);
+  if (!xt || !yt || !wt) return Reason::desc_invalid;
+  p.nsp = d.nsp == 3 ? 3 : 2;
+  int xs[3], ys[3], k[3];
+  if (Reason r = spatial(d, xt->layout, yt->layout, p.nsp, xs, ys, k, p.pad, p.stride, p.dilation, true);
+      r != Reason::ok)
+    return r;
+  const Layout& wl = wt->layout;
+  const bool grouped = wl.ndims == d.nsp + 3;
+  if (!grouped && wl.ndims != d.nsp + 2) return Reason::desc_invalid;
+  const int w0 = grouped ? 1 : 0;
+  const int64_t g = grouped ? wl.dims[0] : 1;
+  // Per group: the convolution's output channels (y side) and input channels (x side).
+  const int64_t cy = wl.dims[w0 + (deconv ? 1 : 0)], cx = wl.dims[w0 + (deconv ? 0 : 1)];
+  const int64_t n = xt->layout.dims[0];
+  if (g != d.groups || g < 1 || yt->layout.dims[0] != n || xt->layout.dims[1] != g * cx ||
+      yt->layout.dims[1] != g * cy)
+    return Reason::desc_invalid;
+  for (int i = 0; i < d.nsp; ++i)
+    if (wl.dims[w0 + 2 + i] != d.kernel[i]) return Reason::desc_invalid;
+  for (int64_t v : {n, g, g * cx, g * cy})
+    if (!fits_int(v)) return Reason::too_large;
+  p.groups = static_cast<int>(g);
+  p.xdims[0] = p.ydims[0] = static_cast<int>(n);
+  p.xdims[1] = static_cast<int>(g * cx);
+  p.ydims[1] = static_cast<int>(g * cy);
+  p.wdims[0] = static_cast<int>(g * cy);
+  p.wdims[1] = static_cast<int>(cx);
+  for (int a = 0; a < p.nsp; ++a) p.xdims[2 + a] = xs[a], p.ydims[2 + a] = ys[a], p.wdims[2 + a] = k[a];
+  // A deconvolution's weights (G,) O, I, spatial are its convolution's (G,) I, O, spatial.
+  p.transpose_w = deconv;
+  for (int i = 0; i < wl.ndims; ++i) p.wperm[i] = i;
+  if (deconv) std::swap(p.wperm[w0], p.wperm[w0 + 1]);
+  const Arg bias = d.prop == Prop::backward_weights ? Arg::diff_bias : Arg::bias;
+  if (const TensorDesc* b = d.desc(bias)) {
+    const int64_t out_channels = deconv ? g * cx : g * cy;
+    if (b->layout.ndims != 1 || b->layout.dims[0] != out_channels) return Reason::desc_invalid;
+    p.bias_channels = static_cast<int>(out_channels);
+  }
+  return Reason::ok;
+}
+
+Reason plan_pool(const Desc& d, PoolPlan& p) noexcept {
+  p = PoolPlan{};
+  switch (d.alg) {
+    case Alg::pool_max: p.mode = CUDNN_POOLING_MAX_DETERMINISTIC; break;
+    case Alg::pool_avg_include_padding: p.mode = CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING; break;
+    case Alg::pool_avg_exclude_padding: p.mode = CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING; break;
+    default: return Reason::desc_invalid;
+  }
+  if (!forward(d) && d.prop != Prop::backward_data) return Reason::prop_unsupported;
+  // Max pooling trains with the positions of the maxima in a workspace of SOL's format, which
+  // cuDNN does not produce (its backward pass recomputes them from x and y instead).
+  if (d.alg == Alg::pool_max && d.prop != Prop::forward_inference) return Reason::workspace_unsupported;
+  const TensorDesc* xt = d.desc(forward(d) ? Arg::src : Arg::diff_src);
+  const TensorDesc* yt = d.desc(forward(d) ? Arg::dst : Arg::diff_dst);
+  if (!xt || !yt) return Reason::desc_invalid;
+  p.nsp = d.nsp == 3 ? 3 : 2;
+  int xs[3], ys[3], dil[3];
+  if (Reason r = spatial(d, xt->layout, yt->layout, p.nsp, xs, ys, p.window, p.pad, p.stride, dil, false);
+      r != Reason::ok)
+    return r;
+  const Layout &xl = xt->layout, &yl = yt->layout;
+  if (xl.dims[0] != yl.dims[0] || xl.dims[1] != yl.dims[1]) return Reason::desc_invalid;
+  if (!fits_int(xl.dims[0]) || !fits_int(xl.dims[1])) return Reason::too_large;
+  p.xdims[0] = p.ydims[0] = static_cast<int>(xl.dims[0]);
+  p.xdims[1] = p.ydims[1] = static_cast<int>(xl.dims[1]);
+  for (int a = 0; a < p.nsp; ++a) p.xdims[2 + a] = xs[a], p.ydims[2 + a] = ys[a];
+  return Reason::ok;
+}
+
+Reason plan_eltwise(Alg alg, float alpha, float beta, bool backward, EltPlan& p) noexcept {
+  using Kind = EltPlan::Kind;
+  p = EltPlan{};
+  p.alpha = alpha, p.beta = beta;
+  auto activation = [&](cudnnActivationMode_t mode, double coef, bool recompute) {
+    p.kind = Kind::activation, p.mode = mode, p.coef = coef, p.recompute_y = recompute;
+    return Reason::ok;
+  };
+  switch (alg) {
+    case Alg::relu:
+    case Alg::relu_dst:
+      // cuDNN's ReLU has no negative slope; x > 0 where y > 0, so either one serves backward.
+      if (alpha == 0) return activation(CUDNN_ACTIVATION_RELU, 0, false);
+      if (backward || alg == Alg::relu_dst) return Reason::alg_unsupported;
+      p.kind = alpha <= 1 ? Kind::max_scaled : Kind::min_scaled;
+      return Reason::ok;
+    case Alg::tanh: return activation(CUDNN_ACTIVATION_TANH, 0, true);
+    case Alg::logistic: return activation(CUDNN_ACTIVATION_SIGMOID, 0, true);
+    case Alg::elu: return activation(CUDNN_ACTIVATION_ELU, alpha, true);
+    case Alg::bounded_relu:
+      if (alpha <= 0) return Reason::alg_unsupported;
+      return activation(CUDNN_ACTIVATION_CLIPPED_RELU, alpha, true);
+    case Alg::swish:
+      p.swish_beta = alpha;
+      return activation(CUDNN_ACTIVATION_SWISH, 0, true);
+    default: break;
+  }
+  if (backward) return Reason::alg_unsupported;
+  switch (alg) {
+    case Alg::linear: p.kind = Kind::linear; return Reason::ok;
+    case Alg::square: p.kind = Kind::square; return Reason::ok;
+    case Alg::sqrt: p.kind = Kind::sqrt; return Reason::ok;
+    case Alg::clip:
+    case Alg::clip_v2:  // the same values forward: only the backward pass treats the bounds apart
+      if (alpha == 0 && beta > 0) return activation(CUDNN_ACTIVATION_CLIPPED_RELU, beta, false);
+      p.kind = Kind::clip;
+      return Reason::ok;
+    default: return Reason::alg_unsupported;  // gelu, exp, log, soft_relu, mish, hardswish, pow...
+  }
+}
+
+Reason plan_binary(Alg alg, BinPlan& p) noexcept {
+  p = BinPlan{};
+  switch (alg) {
+    case Alg::add: p.op = CUDNN_OP_TENSOR_ADD; return Reason::ok;
+    case Alg::sub: p.op = CUDNN_OP_TENSOR_ADD, p.alpha2 = -1; return Reason::ok;
+    case Alg::mul: p.op = CUDNN_OP_TENSOR_MUL; return Reason::ok;
+    case Alg::max: p.op = CUDNN_OP_TENSOR_MAX; return Reason::ok;
+    case Alg::min: p.op = CUDNN_OP_TENSOR_MIN; return Reason::ok;
+    default: return Reason::alg_unsupported;  // div and the comparisons
+  }
+}
+
+Reason check(const capture::Node& node, size_t device_memory) noexcept {
+  if (std::string_view(capture::op_family(node.op)) != "dnn") return Reason::op_unsupported;
+  const ir::Call* call = node.dnn;
+  // An unbound call (its memory did not match the description) has no data pointers to run on.
+  if (!call || !call->desc || call->unbound || call->desc->kind != node.op) return Reason::desc_invalid;
+  const Desc& d = *call->desc;
+  if (d.unsupported) return Reason::desc_invalid;  // the frontend could not describe it fully
+  if (d.ntensors < 0 || d.ntensors > ir::kMaxTensors) return Reason::desc_invalid;
+  size_t total = 0;
+  for (int i = 0; i < d.ntensors; ++i) {
+    const TensorDesc& t = d.tensors[i].desc;
+    // A workspace would be in SOL's own format (pooling maxima, a fused ReLU's mask), which the
+    // reference backend and opencl share; cuDNN produces neither.
+    if (d.tensors[i].arg == Arg::workspace) return Reason::workspace_unsupported;
+    if (t.dtype != DType::f32) return Reason::dtype_unsupported;
+    if (!addressable(t, call->data[i])) return Reason::layout_unsupported;
+    if (t.layout.elements() == 0) return Reason::geometry_unsupported;
+    Gather g;
+    if (!plan_gather(t.layout, nullptr, g)) return Reason::layout_unsupported;
+    if (!fits_int(t.layout.elements()) || !fits_int(padded_elements(t.layout))) return Reason::too_large;
+    total += buffer_bytes(t) + static_cast<size_t>(padded_elements(t.layout)) * 2 * sizeof(float);
+  }
+  if (total > device_memory) return Reason::too_large;
+  if (Reason r = check_attributes(d); r != Reason::ok) return r;
+  return check_kind(d);
+}
+
+}  // namespace sol::backends::cuda::dnn

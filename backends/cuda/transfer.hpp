@@ -1,0 +1,127 @@
+// One node's data on the device: how each operand of a BLAS node is laid out there, how it goes
+// up and how the elements the routine writes come back. The rules are opencl's (transfer.hpp
+// there), so that the lazy residency layer plugs into both the same way:
+//
+//   up    matrices packed to the rows the routine references (leading dimension = rows on the
+//         device; a 2D copy from the caller's leading dimension), so a block of a big matrix moves
+//         only its data. Triangular, symmetric, Hermitian and band matrices go through pinned
+//         staging in which every entry the reference does not read (the other triangle, band
+//         corners, a unit diagonal, the imaginary part of a Hermitian diagonal) is zero. Vectors
+//         are gathered into contiguous logical order, which makes negative and zero (read-only)
+//         increments unit strides on the device. An output the routine does not read (C or y with
+//         beta == 0) is zero-filled on the device instead of copied.
+//   down  each written operand into pinned staging; only once the stream has finished every
+//         command without error are the elements the reference writes copied into the caller's
+//         memory (strided vector elements, the m-by-n part of C, one triangle). A failure
+//         therefore leaves the caller's memory untouched.
+//
+// Everything runs on the device's own stream; the only wait is on that stream.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/cuda/device.hpp"
+#include "capture/blas/blas.hpp"
+#include "capture/ir/node.hpp"
+#include "hal/backend.hpp"
+
+namespace sol::backends::cuda {
+
+// BLAS character arguments, as the reference reads them (either case).
+inline char upper_case(char c) noexcept {
+  return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+}
+inline bool notrans(char t) noexcept {
+  return upper_case(t) == 'N';
+}
+inline bool is_upper(char u) noexcept {
+  return upper_case(u) == 'U';
+}
+inline bool is_left(char s) noexcept {
+  return upper_case(s) == 'L';
+}
+inline bool is_unit(char d) noexcept {
+  return upper_case(d) == 'U';
+}
+inline bool is_zero(const capture::Scalar& s) noexcept {
+  return s.re == 0 && s.im == 0;
+}
+inline bool is_one(const capture::Scalar& s) noexcept {
+  return s.re == 1 && s.im == 0;
+}
+
+// The logical i-th element of a vector of n elements at increment inc, as the reference indexes
+// it: a negative increment starts from the far end.
+inline size_t vector_at(int64_t i, int64_t n, int64_t inc) noexcept {
+  return static_cast<size_t>(inc >= 0 ? i * inc : (n - 1 - i) * -inc);
+}
+
+hal::Reason reason_of(cudaError_t err) noexcept;
+hal::Reason reason_of(cublasStatus_t st) noexcept;
+
+// A node has at most three memory operands on the device (gemm: a, b, c; rotm's param stays on
+// the host).
+inline constexpr int kMaxJobOperands = 4;
+
+enum class Shape : uint8_t { vector, general, triangle, band, packed, host };
+
+struct Operand {
+  capture::blas::Operand ext;  // pointer, extent, read/written
+  Shape shape = Shape::host;
+  int64_t rows = 0, cols = 0, ld = 0, kl = 0, ku = 0;
+  int64_t n = 0, inc = 1;
+  bool upper = false;
+  bool herm = false;  // Hermitian: the diagonal's imaginary parts are not read and are written as 0
+  bool unit = false;  // unit triangular: the diagonal is not read
+  int64_t dld = 0;    // leading dimension on the device (rows, or kl + ku + 1 for a band)
+  size_t device_bytes = 0;
+  void* dev = nullptr;
+};
+
+// The operands of a valid column-major BLAS node with their device layout. Returns how many.
+int describe(const capture::Node& node, Operand out[kMaxJobOperands]);
+
+// One node's trip through the device: upload, commands (the caller's cuBLAS calls on
+// device.stream()), download. Methods returning a Reason log the CUDA error at debug level.
+class Job {
+ public:
+  Job(Device& dev, const capture::Node& node);
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+  // Waits for the stream: nothing the device does with the caller's memory or the staging
+  // outlives the call, whatever failed.
+  ~Job();
+
+  // Device buffers for every operand, filled as described above.
+  hal::Reason upload();
+
+  // The device pointer of operand `name` ('a', 'x'...) after upload(), and its leading dimension
+  // there.
+  void* ptr(char name) const noexcept;
+  int ld(char name) const noexcept;
+
+  // After a cuBLAS call: its status.
+  hal::Reason check(cublasStatus_t st, const char* what);
+
+  // Reads every written operand into staging, waits for the stream, and only then stores the
+  // written elements into the caller's memory.
+  hal::Reason download();
+
+  hal::Reason fail(cudaError_t err, const char* what);
+
+ private:
+  const Operand* find(char name) const noexcept;
+  cudaError_t write(int slot, Operand& o);
+  void store(Operand& o, unsigned char* staged);
+
+  static constexpr int kStageDown = 4;
+  Device& dev_;
+  const CudartApi& rt_;
+  cudaStream_t stream_;
+  size_t es_;
+  Operand ops_[kMaxJobOperands];
+  int count_ = 0;
+};
+
+}  // namespace sol::backends::cuda

@@ -1,0 +1,113 @@
+// Every BLAS routine the cuda backend computes, in the four precisions, against the reference
+// BLAS (the calls of blas_calls.hpp), plus the declined routines and device memory. Skips without
+// a CUDA device.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "blas_calls.hpp"
+#include "config/config.hpp"
+#include "harness.hpp"
+#include "hal/backend.hpp"
+#include "reference_blas.hpp"
+
+namespace sol::backends::cuda {
+std::unique_ptr<hal::Backend> create();
+}
+
+namespace sol::test {
+namespace {
+
+using hal::Reason;
+
+hal::Backend* shared_backend(std::string& why) {
+  static std::string reason;
+  static std::unique_ptr<hal::Backend> backend = [] {
+    auto b = backends::cuda::create();
+    if (!b->init(test_config(make_temp_dir()), reason)) b.reset();
+    return b;
+  }();
+  why = reason;
+  return backend.get();
+}
+
+template <class Base>
+class WithCuda : public Base {
+ protected:
+  void SetUp() override {
+    std::string why;
+    backend_ = shared_backend(why);
+    if (!backend_) GTEST_SKIP() << "no usable CUDA device: " << why;
+    reference_ = shared_reference(why);
+    ASSERT_NE(reference_, nullptr) << why;
+  }
+  hal::Backend* backend_ = nullptr;
+  ReferenceBlas* reference_ = nullptr;
+};
+
+bool in_cublas(const char* routine) {
+  return std::strcmp(routine, "sdsdot") != 0 && std::strcmp(routine, "dsdot") != 0;
+}
+
+std::vector<const char*> cublas_routines() {
+  std::vector<const char*> out;
+  for (const char* r : kBlasRoutines)
+    if (in_cublas(r)) out.push_back(r);
+  return out;
+}
+
+using BlasRoutine = WithCuda<::testing::TestWithParam<const char*>>;
+
+TEST_P(BlasRoutine, MatchesReference) {
+  const std::vector<Call> calls = blas_calls(GetParam());
+  ASSERT_FALSE(calls.empty());
+  int failures = 0;
+  unsigned seed = 1;
+  for (const Call& call : calls) {
+    const std::string diff = compare_with_reference(*backend_, *reference_, call, seed++);
+    if (!diff.empty()) {
+      ADD_FAILURE() << call.describe() << "\n  " << diff;
+      if (++failures == 10) break;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllRoutines, BlasRoutine, ::testing::ValuesIn(cublas_routines()),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
+
+using Cuda = WithCuda<::testing::Test>;
+
+TEST_F(Cuda, DeclinesWhatCublasLacks) {
+  for (const char* r : {"sdsdot", "dsdot", "srotg", "drotmg", "scabs1"}) {
+    const capture::Node node = blas_node(r);
+    EXPECT_EQ(backend_->supports(node), Reason::op_unsupported) << r;
+  }
+}
+
+TEST_F(Cuda, DeviceMemoryRoundTrip) {
+  hal::DeviceMemory* mem = backend_->memory();
+  ASSERT_NE(mem, nullptr);
+  std::vector<double> up(1000), down(1000);
+  for (size_t i = 0; i < up.size(); ++i) up[i] = 0.5 * static_cast<double>(i);
+  void* d = mem->alloc(up.size() * sizeof(double));
+  ASSERT_NE(d, nullptr);
+  EXPECT_TRUE(mem->copy_to_device(d, up.data(), up.size() * sizeof(double)));
+  EXPECT_TRUE(mem->copy_to_host(down.data(), d, down.size() * sizeof(double)));
+  EXPECT_TRUE(mem->sync());
+  mem->free(d);
+  EXPECT_EQ(up, down);
+}
+
+TEST_F(Cuda, IsAnAcceleratorWithMeasuredCosts) {
+  EXPECT_TRUE(backend_->accelerator());
+  EXPECT_GT(backend_->min_flops(), 0);
+  EXPECT_NE(backend_->device().find("GB/s"), std::string::npos) << backend_->device();
+}
+
+}  // namespace
+}  // namespace sol::test
