@@ -186,9 +186,9 @@ class CudaBackend final : public hal::Backend {
     // A CUDA context does not survive fork(): the child has none of the driver's state.
     if (::getpid() != pid_) {
       log::once(log::Level::info, "cuda: fork", "cuda: not used in a forked child (CUDA state does not survive fork)");
-      return Reason::device_error;
+      return Reason::forked;
     }
-    if (g_exiting.load(std::memory_order_acquire)) return Reason::device_error;
+    if (g_exiting.load(std::memory_order_acquire)) return Reason::exiting;
     std::lock_guard<std::mutex> lock(mutex_);
     if (cudaError_t err = device_->make_current(); err != cudaSuccess) {
       SOL_LOG(debug, "cuda: cudaSetDevice failed: %s", error_text(device_->rt(), err).c_str());
