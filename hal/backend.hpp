@@ -91,6 +91,11 @@ class Backend {
   // portability layer, and measuring it would cost program compilations for nothing.
   virtual bool device_backend() const noexcept { return false; }
 
+  // Whether this device backend defers its nodes and keeps data on the device when the lazy
+  // executor is on (capture/lazy/coherence.hpp: it holds device copies of host memory). Known
+  // without init(). The lazy executor starts (serving large allocations) only for such a backend.
+  virtual bool runs_lazily() const noexcept { return false; }
+
   // Under auto, the least work (flops) worth considering sending here; 0 for CPU backends. For an
   // accelerator it comes from the device's measured costs (or an explicit configuration), never
   // from a constant: below it, the fixed costs of a launch and of moving the operands dominate.

@@ -69,6 +69,12 @@ bool Registry::device_backend(std::string_view name) noexcept {
   return b && b->device_backend();
 }
 
+bool Registry::runs_lazily(std::string_view name) noexcept {
+  Slot* slot = find(name);
+  Backend* b = slot ? object(*slot) : nullptr;
+  return b && b->runs_lazily();
+}
+
 std::string Registry::why(std::string_view name) {
   Slot* slot = find(name);
   if (!slot) return "not built into this libsol";

@@ -39,6 +39,8 @@ class Registry {
   Backend::Hint accelerator_hint(std::string_view name) noexcept;
   // The backend's device_backend(), asked without initialising it.
   bool device_backend(std::string_view name) noexcept;
+  // The backend's runs_lazily(), asked without initialising it.
+  bool runs_lazily(std::string_view name) noexcept;
   // Whether a backend of this name was built in.
   bool built(std::string_view name) const noexcept;
 

@@ -376,6 +376,7 @@ class OpenclBackend final : public hal::Backend {
  public:
   const char* name() const noexcept override { return "opencl"; }
   bool device_backend() const noexcept override { return true; }
+  bool runs_lazily() const noexcept override { return true; }
 
   // auto asks every process that calls BLAS whether an accelerator may be here. Finding out costs
   // about 40 ms and leaves driver threads behind (pocl), so the answer is kept in the cache

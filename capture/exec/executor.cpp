@@ -517,16 +517,18 @@ const char* execute_dnn(Executor& ex, Node& node, NativeFn native) noexcept {
   return "native";
 }
 
-// Whether this configuration may send nodes to a device backend: one it names (SOL_BACKEND, a
-// [[route]]), or under auto one whose cached inventory says it has an accelerator. Only then does
-// the lazy executor start (it serves large allocations and watches frees, fork and exit): a
-// process that can only compute on the CPU pays nothing for SOL_LAZY=1.
+// Whether this configuration may send nodes to a device backend that runs them lazily: one it
+// names (SOL_BACKEND, a [[route]]), or under auto one whose cached inventory says it has an
+// accelerator. Only then does the lazy executor start (it serves large allocations and watches
+// frees, fork and exit): a process that can only compute on the CPU, or on a backend that runs
+// eagerly, pays nothing for SOL_LAZY=1.
 bool may_use_device(const config::Config& cfg, hal::Registry& registry) noexcept {
   auto device = [&](const std::string& name) {
     if (name == "native") return false;
-    if (name != "auto") return registry.device_backend(name);
+    if (name != "auto") return registry.device_backend(name) && registry.runs_lazily(name);
     for (const auto& b : hal::builtin_backends())
-      if (registry.device_backend(b.name) && registry.accelerator_hint(b.name) == hal::Backend::Hint::yes)
+      if (registry.device_backend(b.name) && registry.runs_lazily(b.name) &&
+          registry.accelerator_hint(b.name) == hal::Backend::Hint::yes)
         return true;
     return false;
   };
