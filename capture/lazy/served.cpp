@@ -8,10 +8,13 @@
 // out), a free run (on a free list: zero, read-write), or a parked block (given back, not yet on a
 // free list: cached, or being remapped). Per page, in arrays of their own (mapped NORESERVE, so
 // only the entries of pages in use cost memory):
-//   owner[i]  the first page + 1 of the live block that holds page i; 0 for every other page.
-//             The only array served_block() reads, with len[] of that first page.
-//   len[s]    at the first page of every run: its pages, | kFree for a free run. The free bit is
-//             set exactly at the first pages of free runs (cleared when one merges or is carved).
+//   owner[i]  the first page + 1 of the live or cached block that holds page i; 0 for every other
+//             page (cleared before a block's pages are remapped or join a free list). The only
+//             array served_block() reads, with len[] of that first page.
+//   len[s]    at the first page of every run: its pages, | kFree for a free run, | kParked for a
+//             cached block (served_block() says no; keeping owner[] as it is makes caching and
+//             reusing a block O(1) instead of two stores per page). The free bit is set exactly
+//             at the first pages of free runs (cleared when one merges or is carved).
 //   tail[l]   at the last page of a free run: its first page. Not cleared when the run changes,
 //             so checked against len[] before use (coalescing with the left neighbour).
 //   next/prev at the first page of a free run: its free list, one list per size class
@@ -41,7 +44,8 @@ std::atomic<bool> g_serving{false};
 
 namespace {
 
-constexpr uint32_t kFree = 0x80000000u;  // len[] of the first page of a free run
+constexpr uint32_t kFree = 0x80000000u;    // len[] of the first page of a free run
+constexpr uint32_t kParked = 0x40000000u;  // len[] of the first page of a cached block
 constexpr uint32_t kNone = UINT32_MAX;   // end of a free list
 constexpr int kClasses = 32;
 
@@ -49,6 +53,7 @@ constexpr int kClasses = 32;
 // disabled), down to the smallest worth having.
 constexpr size_t kRegionMax = size_t{64} << 30;
 constexpr size_t kRegionMin = size_t{1} << 30;
+static_assert((kRegionMax >> 12) < kParked, "page counts must stay clear of len[]'s flags");
 
 // The cache of given-back blocks (not remapped): at most kCacheSlots blocks of at most
 // kCacheBytes together, about what glibc keeps at the top of its heap before trimming (its
@@ -129,7 +134,7 @@ uint32_t page_index(uintptr_t a) noexcept {
 }
 
 uint32_t run_pages(uint32_t s) noexcept {
-  return g_r.len[s].load(std::memory_order_relaxed) & ~kFree;
+  return g_r.len[s].load(std::memory_order_relaxed) & ~(kFree | kParked);
 }
 
 bool is_free_run(uint32_t s) noexcept {
@@ -215,11 +220,16 @@ bool remap(uint32_t s, uint32_t n) noexcept {
   return ::mprotect(a, bytes, PROT_READ | PROT_WRITE) == 0 && ::madvise(a, bytes, MADV_DONTNEED) == 0;
 }
 
-// Parked runs to free lists, remapping them first. Called without g_mu held (remapping a large
-// block takes a while); takes it for the lists.
+void set_owner(uint32_t from, uint32_t to, uint32_t value) noexcept;
+
+// Parked runs to free lists: not served any more, then remapped. Called without g_mu held
+// (remapping a large block takes a while); takes it for the lists.
 void give_back(const Cached* runs, int count) noexcept {
   bool ok[kCacheSlots + 1];
-  for (int i = 0; i < count; ++i) ok[i] = remap(runs[i].start, runs[i].pages);
+  for (int i = 0; i < count; ++i) {
+    set_owner(runs[i].start, runs[i].start + runs[i].pages, 0);
+    ok[i] = remap(runs[i].start, runs[i].pages);
+  }
   Carving lock;
   for (int i = 0; i < count; ++i)
     if (ok[i]) add_free(runs[i].start, runs[i].pages);
@@ -243,10 +253,12 @@ bool served_block(const void* p, uintptr_t& b, uintptr_t& e) noexcept {
   if (off >= g_r.bytes) return false;
   const uint32_t s1 = g_r.owner[off >> g_r.shift].load(std::memory_order_acquire);
   if (!s1) return false;
-  const uint32_t n = g_r.len[s1 - 1].load(std::memory_order_relaxed) & ~kFree;
+  const uint32_t len = g_r.len[s1 - 1].load(std::memory_order_acquire);
+  if (len & (kFree | kParked)) return false;  // cached: given back
   b = base + (uintptr_t{s1 - 1} << g_r.shift);
-  e = b + (uintptr_t{n} << g_r.shift);
-  return true;
+  e = b + (uintptr_t{len} << g_r.shift);
+  // A block shrinking (the program's own realloc) names pages beyond its new end a moment longer.
+  return reinterpret_cast<uintptr_t>(p) < e;
 }
 
 void* allocate(size_t n, bool zero) noexcept {
@@ -275,10 +287,10 @@ void* allocate(size_t n, bool zero) noexcept {
       --g_cached;
       dirty = true;
       if (have > want) {
-        g_r.len[s].store(want, std::memory_order_relaxed);
         g_r.len[s + want].store(have - want, std::memory_order_relaxed);  // parked
         excess = {s + want, have - want};
       }
+      g_r.len[s].store(want, std::memory_order_release);  // served again
     } else {
       s = carve(want);
       if (s == kNone && g_cached) {
@@ -298,19 +310,23 @@ void* allocate(size_t n, bool zero) noexcept {
   }
   if (s == kNone) return nullptr;
   void* p = reinterpret_cast<void*>(page_addr(s));
-  if (dirty && zero) std::memset(p, 0, size_t{want} << g_r.shift);
-  set_owner(s, s + want, s + 1);
+  if (dirty) {
+    if (zero) std::memset(p, 0, size_t{want} << g_r.shift);
+  } else {
+    set_owner(s, s + want, s + 1);
+  }
   return p;
 }
 
 void release(uintptr_t b) noexcept {
   const uint32_t s = page_index(b);
   const uint32_t n = run_pages(s);
-  // Not served any more before anyone else can have these pages.
-  set_owner(s, s + n, 0);
   const size_t bytes = size_t{n} << g_r.shift;
-  // Cached blocks must be read-write for their next owner, whatever the lazy executor left.
+  // Cached blocks must be read-write for their next owner, whatever the lazy executor left. Not
+  // served any more (parked) before anyone else can have these pages; give_back() clears owner[]
+  // for the others before they are remapped.
   if (bytes <= kCacheBytes && ::mprotect(reinterpret_cast<void*>(b), bytes, PROT_READ | PROT_WRITE) == 0) {
+    g_r.len[s].store(n | kParked, std::memory_order_release);
     Cached evicted[kCacheSlots];
     int nevicted = 0;
     {
@@ -338,9 +354,9 @@ bool resize(uintptr_t b, size_t n) noexcept {
   const uint32_t have = run_pages(s);
   if (want == have) return true;
   if (want < have) {
-    // The tail first stops being served, then goes back like a block of its own.
-    g_r.len[s].store(want, std::memory_order_relaxed);
-    set_owner(s + want, s + have, 0);
+    // The tail stops being served (served_block() checks the end), then goes back like a block of
+    // its own.
+    g_r.len[s].store(want, std::memory_order_release);
     g_r.len[s + want].store(have - want, std::memory_order_relaxed);  // parked: inside the block, no one looks
     const Cached run{s + want, have - want};
     give_back(&run, 1);

@@ -138,6 +138,7 @@ TEST(Served, CoalescesNeighboursOnRelease) {
     release(addr(a));
     release(addr(c));
     release(addr(b));
+    for (const char* p : {a, a + kBig - 1, b, b + kBig / 2, c, c + kBig - 1}) EXPECT_EQ(block_of(p).first, 0u);
     char* abc = static_cast<char*>(allocate(3 * kBig));
     EXPECT_EQ(abc, a);
     EXPECT_EQ(block_of(c + kBig - 1), std::make_pair(addr(a), addr(a) + 3 * kBig));
@@ -169,6 +170,7 @@ TEST(Served, ReusesCachedBlocks) {
     char* b = static_cast<char*>(allocate(kMiB - kPage, false));
     EXPECT_EQ(b, a);
     EXPECT_EQ(block_of(b), std::make_pair(addr(a), addr(a) + kMiB - kPage));
+    EXPECT_EQ(block_of(b + kMiB - 1).first, 0u);  // the page it did not need went back
     EXPECT_EQ(b[0], static_cast<char>(0xab));  // not zeroed: malloc's
     release(addr(b));
     char* c = static_cast<char*>(allocate(kMiB - kPage, true));
