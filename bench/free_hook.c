@@ -1,15 +1,17 @@
-/* Cost of libsol's free hook (interpose/alloc_hooks.cpp): malloc/free pairs whose free is libsol's,
- * against the same pairs whose free is libc's, in one process and one run.
+/* Cost of libsol's allocation hooks (interpose/alloc_hooks.cpp): small malloc/free pairs whose free
+ * is libsol's, and pairs whose malloc and free are both libsol's, against the same pairs from libc,
+ * in one process and one run.
  *
  *   bench_free_hook /path/to/libsol.so [pairs per round] [--traced]
  *
- * The program re-executes itself with LD_PRELOAD=libsol.so. Its own free then binds to libsol's,
- * while dlopen(libc.so.6, RTLD_NOLOAD) + dlsym yields libc's. Both are called through function
- * pointers, in alternating rounds; the minimum time per round is kept, the statistic least
- * disturbed by a shared, noisy machine. libc's free is timed twice per round: the difference
- * between its two figures is the noise floor of the libsol figure. Without --traced nothing observes frees: the hook's cost
- * is one test and a jump. With --traced (SOL_TRACE=1) the trace's dataflow observes them: each free
- * also asks malloc_usable_size and finds that the block holds nothing the dataflow knows. */
+ * The program re-executes itself with LD_PRELOAD=libsol.so. Its own malloc and free then bind to
+ * libsol's, while dlopen(libc.so.6, RTLD_NOLOAD) + dlsym yields libc's. All are called through
+ * function pointers, in alternating rounds; the minimum time per round is kept, the statistic least
+ * disturbed by a shared, noisy machine. libc's pair is timed twice per round: the difference
+ * between its two figures is the noise floor of the libsol figures. Without --traced nothing
+ * observes frees and nothing is served: each hook's cost is a test or two and a jump. With
+ * --traced (SOL_TRACE=1) the trace's dataflow observes frees: each also asks malloc_usable_size and
+ * finds that the block holds nothing the dataflow knows. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <sched.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 typedef void (*free_fn)(void*);
+typedef void* (*malloc_fn)(size_t);
 
 static double now_ns(void) {
   struct timespec t;
@@ -29,10 +32,10 @@ static double now_ns(void) {
 
 /* One copy of the loop for every variant: inlined copies would differ in alignment, which on
  * its own moves a 15 ns loop by several ns. */
-__attribute__((noinline)) static double time_pairs(free_fn f, long pairs) {
+__attribute__((noinline)) static double time_pairs(malloc_fn m, free_fn f, long pairs) {
   const double t0 = now_ns();
   for (long i = 0; i < pairs; ++i) {
-    void* volatile p = malloc(48 + (i & 7) * 16);  // a few tcache bins, as a program's frees are
+    void* volatile p = m(48 + (i & 7) * 16);  // a few tcache bins, as a program's frees are
     f(p);
   }
   return (now_ns() - t0) / pairs;
@@ -70,8 +73,10 @@ int main(int argc, char** argv) {
   if (getenv("SOL_TRACE_DIR")) rmdir(getenv("SOL_TRACE_DIR"));
   void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
   free_fn libc_free = libc ? (free_fn)dlsym(libc, "free") : NULL;
+  malloc_fn libc_malloc = libc ? (malloc_fn)dlsym(libc, "malloc") : NULL;
   free_fn sol_free = (free_fn)dlsym(RTLD_DEFAULT, "free");
-  if (!libc_free || !strstr(object_of((void*)sol_free), "libsol")) {
+  malloc_fn sol_malloc = (malloc_fn)dlsym(RTLD_DEFAULT, "malloc");
+  if (!libc_free || !libc_malloc || !strstr(object_of((void*)sol_free), "libsol")) {
     fprintf(stderr, "bench: free resolves to %s, not libsol; is %s a libsol.so?\n", object_of((void*)sol_free),
             argv[1]);
     return 1;
@@ -83,18 +88,21 @@ int main(int argc, char** argv) {
 
   const long pairs = argc > 2 && argv[2][0] != '-' ? atol(argv[2]) : 1000000;
   const int rounds = 25;
-  double best[3] = {1e30, 1e30, 1e30};
+  double best[4] = {1e30, 1e30, 1e30, 1e30};
   for (int r = 0; r < rounds; ++r) {
     double t;
-    if ((t = time_pairs(libc_free, pairs)) < best[0]) best[0] = t;
-    if ((t = time_pairs(sol_free, pairs)) < best[1]) best[1] = t;
-    if ((t = time_pairs(libc_free, pairs)) < best[2]) best[2] = t;
+    if ((t = time_pairs(libc_malloc, libc_free, pairs)) < best[0]) best[0] = t;
+    if ((t = time_pairs(libc_malloc, sol_free, pairs)) < best[1]) best[1] = t;
+    if ((t = time_pairs(libc_malloc, libc_free, pairs)) < best[2]) best[2] = t;
+    if ((t = time_pairs(sol_malloc, sol_free, pairs)) < best[3]) best[3] = t;
   }
   const double libc_ns = best[0] < best[2] ? best[0] : best[2];
   printf("free hook: malloc/free pairs, %s, %d rounds x %ld pairs, min per round\n",
          traced ? "traced (the dataflow observes every free)" : "nothing observes frees", rounds, pairs);
   printf("%-14s %10s %10s %10s %8s %14s\n", "pair", "libc ns", "libsol ns", "added ns", "ratio", "libc vs libc");
-  printf("%-14s %10.2f %10.2f %10.2f %8.3f %14.2f\n", "malloc+free", libc_ns, best[1], best[1] - libc_ns, best[1] / libc_ns,
+  printf("%-14s %10.2f %10.2f %10.2f %8.3f %14.2f\n", "free", libc_ns, best[1], best[1] - libc_ns, best[1] / libc_ns,
          best[2] - best[0]);
+  printf("%-14s %10.2f %10.2f %10.2f %8.3f %14.2f\n", "malloc+free", libc_ns, best[3], best[3] - libc_ns,
+         best[3] / libc_ns, best[2] - best[0]);
   return 0;
 }

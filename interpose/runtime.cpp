@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "capture/capture.hpp"
+#include "capture/lazy/served.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
 #include "interpose/frontend.hpp"
@@ -46,6 +47,9 @@ void init_process() noexcept {
         log::write(log::Level::error, "error: SOL_STRICT=1 and the configuration has problems; exiting");
         ::_exit(kStrictExit);
       }
+      // Test-only: the allocation tests serve large blocks from SOL's pages without the lazy
+      // executor (before it, so that its own call changes nothing).
+      capture::lazy::serve_from_test_env();
       if (capture::start(cfg)) mode = kCapture;
     }
   } catch (...) {

@@ -824,9 +824,12 @@ def generate(blas_path, dnnl_path, cublas_path, out_dir, cudnn_path=None):
     # writes its summaries (interpose/exit_hooks.cpp); SOL's SIGSEGV handler for guarded pages stays
     # first when the program installs its own (interpose/signal_hooks.cpp); a traced thread that
     # runs no Python names the Python code that started it (interpose/thread_hooks.cpp); memory
-    # given back is observed (interpose/alloc_hooks.cpp).
+    # given back is observed, and large blocks are SOL's own pages while the lazy executor serves
+    # them (interpose/alloc_hooks.cpp).
     exports += [("_exit", "hook"), ("_Exit", "hook"), ("sigaction", "hook"), ("signal", "hook"),
                 ("pthread_create", "hook"), ("free", "hook"), ("realloc", "hook"), ("munmap", "hook")]
+    exports += [(name, "hook") for name in ("malloc", "calloc", "posix_memalign", "aligned_alloc", "memalign",
+                                            "valloc", "pvalloc", "malloc_usable_size")]
     # System calls that may be given memory the lazy executor guards (interpose/syscall_hooks.cpp).
     exports += [(name, "hook") for name in SYSCALL_HOOKS]
 

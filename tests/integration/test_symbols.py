@@ -70,8 +70,11 @@ def cudnn_spec_names():
 # Process hooks: a traced process that ends with _exit still writes its summaries
 # (interpose/exit_hooks.cpp); SOL's SIGSEGV handler stays first (interpose/signal_hooks.cpp); a
 # traced thread without Python names who started it (interpose/thread_hooks.cpp); memory given
-# back is observed (interpose/alloc_hooks.cpp).
-HOOKS = {"_exit", "_Exit", "sigaction", "signal", "pthread_create", "free", "realloc", "munmap"}
+# back is observed, and large blocks are SOL's own while the lazy executor serves them
+# (interpose/alloc_hooks.cpp).
+HOOKS = {"_exit", "_Exit", "sigaction", "signal", "pthread_create", "free", "realloc", "munmap",
+         "malloc", "calloc", "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
+         "malloc_usable_size"}
 # The system calls given memory the lazy executor may guard (interpose/syscall_hooks.cpp).
 HOOKS |= {"read", "write", "pread", "pread64", "pwrite", "pwrite64", "readv", "writev", "preadv", "pwritev",
           "preadv2", "pwritev2", "send", "sendto", "sendmsg", "recv", "recvfrom", "recvmsg", "fread",
