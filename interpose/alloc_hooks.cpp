@@ -34,6 +34,7 @@
 #include <cstring>
 
 #include "capture/alloc/observers.hpp"
+#include "capture/lazy/coherence.hpp"
 #include "capture/lazy/served.hpp"
 #include "common/macros.hpp"
 #include "interpose/next_symbol.hpp"
@@ -249,6 +250,14 @@ void* move_block(void* q, void* p, size_t copy) noexcept {
 // realloc while something observes, while serving, or of a block from the arena. The old block
 // was reported to observers before anything else happens to it (see realloc below).
 SOL_NOINLINE void* realloc_slow(void* p, size_t n) noexcept {
+  // A block with results pending on a device, or copies there: realloc keeps its bytes (in place
+  // or moved), so they are written back first and the copies dropped; the observers below then
+  // hear of a block with nothing pending, and discard nothing.
+  if (lazy::any_guarded() && p) {
+    uintptr_t b, e;
+    if (lazy::served_block(p, b, e))
+      lazy::host_access(p, e - reinterpret_cast<uintptr_t>(p), true, sol::hal::transfers::Cause::host_read);
+  }
   if (alloc::observed()) observe(p);
   if (in_boot(p)) {
     // glibc frees on realloc(p, 0) and returns nullptr; the arena's blocks are never freed.

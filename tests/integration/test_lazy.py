@@ -1,0 +1,114 @@
+"""Lazy execution on a device backend (opencl on pocl): results stay on the device until the host
+looks, inputs stay there while the host leaves them alone, and nothing a program can do to its
+memory sees a difference from eager execution or from a run without libsol.
+
+Every case compares bytes, not tolerances: lazy and eager run the same kernels on the same device,
+and the C program's inputs are small integers (exact on every backend)."""
+import re
+
+import pytest
+
+from conftest import PROGRAMS, PY_PROGRAMS, PYTHON, run, sol_lines
+
+TRANSFERS = re.compile(r"^sol: transfers: (\d+) nodes, (\d+) flushes, (\d+) bytes to the device, (\d+) bytes back$")
+CASES = ["chain", "inputs", "shared", "syscalls", "allocator", "signals", "threads", "fork", "mapped", "exit"]
+N = 256  # 256 KiB matrices: above the serving threshold
+
+
+def transfers(stderr):
+    found = [tuple(int(g) for g in m.groups()) for m in map(TRANSFERS.match, stderr.splitlines()) if m]
+    assert len(found) <= 1, stderr
+    return found[0] if found else None
+
+
+def torture(case, lazy, **env):
+    return run([str(PROGRAMS / "lazy_torture"), str(N), case],
+               env={"SOL_BACKEND": "opencl", "SOL_LAZY": lazy, "SOL_LOG": "info", **env})
+
+
+@pytest.fixture(scope="module")
+def native():
+    r = run([str(PROGRAMS / "lazy_torture"), str(N)], preload=False)
+    assert r.returncode == 0, r.stderr
+    return {line.split()[0]: line for line in r.stdout.splitlines()}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_way_to_touch_pending_results(case, native):
+    """Each case: the program's output equals the native run's, eager and lazy, and the lazy run
+    needed fewer flushes than nodes where the case lets anything wait."""
+    eager = torture(case, "0")
+    lazy = torture(case, "1")
+    for r in (eager, lazy):
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.splitlines()[-1] == native[case], (case, r.stdout, r.stderr)
+        assert not [l for l in sol_lines(r.stderr) if "failed" in l or "error" in l], r.stderr
+    e, l = transfers(eager.stderr), transfers(lazy.stderr)
+    assert e[0] == e[1], eager.stderr  # eager: one flush per node
+    assert l[0] == e[0], (eager.stderr, lazy.stderr)  # the same nodes ran on the device
+    if case in ("chain", "inputs", "signals", "exit", "allocator"):
+        assert l[1] < l[0], lazy.stderr
+        assert l[2] < e[2], (eager.stderr, lazy.stderr)  # and moved less
+
+
+def test_a_chain_moves_each_input_once_and_the_result_once():
+    lazy = transfers(torture("chain", "1").stderr)
+    matrix = 4 * N * N
+    # A, P up once; C (beta = 1 in the last call) was produced on the device and never goes up.
+    assert lazy[2] == 2 * matrix, lazy
+    # Back: the results the host reads (C, E), and D, which the chain's end left on the device
+    # dirty and exit wrote back (nothing is lost).
+    assert lazy[3] == 3 * matrix, lazy
+
+
+def test_lazy_without_a_device_backend_is_a_no_op(native):
+    """SOL_LAZY=1 with a CPU backend: nothing served, guarded or deferred, no transfers line."""
+    r = run([str(PROGRAMS / "lazy_torture"), str(N)], env={"SOL_BACKEND": "openblas", "SOL_LAZY": "1", "SOL_LOG": "debug"})
+    assert r.returncode == 0, r.stderr
+    assert {line.split()[0]: line for line in r.stdout.splitlines()} == native
+    assert transfers(r.stderr) is None
+    assert "lazy: on" not in r.stderr, r.stderr
+
+
+NUMPY = r"""
+import hashlib, sys
+import numpy as np
+n, steps = int(sys.argv[1]), int(sys.argv[2])
+rng = np.random.default_rng(0)
+A, B, C, D = (rng.standard_normal((n, n)).astype(np.float32) / np.sqrt(n) for _ in range(4))
+chain = A @ B @ C @ D
+x = rng.standard_normal((n, 32)).astype(np.float32)
+for _ in range(steps):
+    x = np.tanh(A @ x)
+print(hashlib.sha1(chain.tobytes()).hexdigest(), hashlib.sha1(x.tobytes()).hexdigest())
+"""
+
+
+def test_numpy_chain_and_iteration_identical_and_a_moves_once(tmp_path):
+    script = tmp_path / "lazy_numpy.py"
+    script.write_text(NUMPY)
+    n, steps = 512, 12
+    out = {}
+    for lazy in ("0", "1"):
+        r = run([PYTHON, str(script), str(n), str(steps)], env={"SOL_BACKEND": "opencl", "SOL_LAZY": lazy, "SOL_LOG": "info"})
+        assert r.returncode == 0, r.stderr
+        out[lazy] = (r.stdout, transfers(r.stderr))
+    assert out["0"][0] == out["1"][0]
+    eager, lazy = out["0"][1], out["1"][1]
+    matrix, panel = 4 * n * n, 4 * n * 32
+    assert eager[0] == lazy[0] >= 3 + steps
+    # Lazily each of A..D goes up once (A for the chain and every step of the iteration), and
+    # the iteration's x once per step (numpy makes a new array each time: the host wrote it).
+    assert lazy[2] <= 4 * matrix + (steps + 1) * panel, lazy
+    assert eager[2] >= (3 * 2 + steps) * matrix, eager
+
+
+def test_torch_mlp_loss_identical_lazy_and_eager():
+    outs = []
+    for lazy in ("0", "1"):
+        r = run([PYTHON, str(PY_PROGRAMS / "lazy_mlp.py")], env={"SOL_BACKEND": "opencl", "SOL_LAZY": lazy, "SOL_LOG": "info"})
+        assert r.returncode == 0, r.stderr
+        outs.append((r.stdout, transfers(r.stderr)))
+    assert outs[0][0] == outs[1][0], outs
+    assert "loss" in outs[0][0]
+    assert outs[1][1][0] == outs[0][1][0]  # the same nodes on the device
