@@ -42,6 +42,18 @@ void node_ran() noexcept {
 void flushed(Cause cause) noexcept {
   g_flushes[static_cast<size_t>(cause)].v.fetch_add(1, std::memory_order_relaxed);
 }
+namespace {
+std::atomic<FlushListener> g_flush_listener{nullptr};
+}  // namespace
+
+void set_flush_listener(FlushListener listener) noexcept {
+  g_flush_listener.store(listener, std::memory_order_release);
+}
+
+void flush_span(Cause cause, uint64_t start_ns, uint64_t end_ns, uint64_t nodes, uint64_t bytes_back) noexcept {
+  if (FlushListener l = g_flush_listener.load(std::memory_order_acquire)) l(cause, start_ns, end_ns, nodes, bytes_back);
+}
+
 void to_device(size_t bytes) noexcept {
   g_to_device.v.fetch_add(bytes, std::memory_order_relaxed);
 }

@@ -32,6 +32,14 @@ void flushed(Cause cause) noexcept;  // pending work ran (eager: once per node)
 void to_device(size_t bytes) noexcept;
 void to_host(size_t bytes) noexcept;
 
+// A flush as a span of time, for the trace: a lazy device backend reports each (its cause, when it
+// started and ended on the monotonic clock, the nodes it completed, the bytes it wrote back), and
+// the listener (the trace recorder, while tracing) records it. Without a listener, nothing.
+using FlushListener = void (*)(Cause cause, uint64_t start_ns, uint64_t end_ns, uint64_t nodes,
+                               uint64_t bytes_back) noexcept;
+void set_flush_listener(FlushListener listener) noexcept;
+void flush_span(Cause cause, uint64_t start_ns, uint64_t end_ns, uint64_t nodes, uint64_t bytes_back) noexcept;
+
 Totals totals() noexcept;
 void reset() noexcept;  // in a forked child
 

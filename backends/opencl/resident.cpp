@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "capture/lazy/guard.hpp"
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
 #include "hal/transfers.hpp"
@@ -184,9 +185,11 @@ void Resident::deferred() {
   if (pending_ >= max_nodes_ || dirty_bytes_ > max_bytes_) flush_locked(Cause::limit);
 }
 
-void Resident::waited(Cause cause) {
+void Resident::waited(Cause cause, uint64_t start_ns, uint64_t bytes_back) {
+  const uint64_t nodes = pending_ + 1;  // the pending ones and the node that waited
   pending_ = 0;
   hal::transfers::flushed(cause);
+  hal::transfers::flush_span(cause, start_ns, monotonic_ns(), nodes, bytes_back);
 }
 
 void Resident::flush(Cause cause) noexcept {
@@ -216,6 +219,9 @@ void Resident::flush_and_drop_all(Cause cause) noexcept {
 void Resident::flush_locked(Cause cause) noexcept {
   if (pending_ == 0 && dirty_bytes_ == 0) return;
   if (::getpid() != pid_ || process_exiting()) return;
+  const uint64_t t0 = monotonic_ns();
+  const uint64_t nodes = pending_;
+  uint64_t back = 0;
   const cl_int err = dev_.cl().clFinish(dev_.queue());
   if (err != CL_SUCCESS)
     log::write(log::Level::error, "error: opencl: the device failed deferred work (%s): results may be wrong",
@@ -224,6 +230,7 @@ void Resident::flush_locked(Cause cause) noexcept {
   for (Copy& c : copies_) {
     if (!c.dirty) continue;
     write_back(c);
+    back += c.op.device_bytes;
     c.dirty = false;
     blocks.emplace_back(c.block_b, c.block_e);
   }
@@ -231,6 +238,7 @@ void Resident::flush_locked(Cause cause) noexcept {
   dirty_bytes_ = 0;
   for (const auto& [b, e] : blocks) update_block(b, e);
   hal::transfers::flushed(cause);
+  hal::transfers::flush_span(cause, t0, monotonic_ns(), nodes, back);
 }
 
 bool Resident::write_back(Copy& c) noexcept {

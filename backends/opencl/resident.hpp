@@ -50,8 +50,8 @@ class Resident final : public capture::lazy::Holder {
   // The node's commands are enqueued and nothing was waited for (one more pending node).
   void deferred();
   // The Job waited for the queue (a scalar result, a result that could not stay): every pending
-  // node has run.
-  void waited(hal::transfers::Cause cause);
+  // node has run. From `start_ns` (monotonic) on, writing `bytes_back` back: the trace's flush.
+  void waited(hal::transfers::Cause cause, uint64_t start_ns, uint64_t bytes_back);
 
   // Holder (coherence.hpp): take the lock.
   void flush(hal::transfers::Cause cause) noexcept override;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "hal/transfers.hpp"
 
@@ -342,10 +343,13 @@ Reason Job::download() {
       return Reason::ok;
     }
   }
+  const uint64_t t0 = res_ ? monotonic_ns() : 0;
+  uint64_t back = 0;
   unsigned char* staged[kMaxJobOperands] = {};
   for (int i = 0; i < count_; ++i) {
     Operand& o = ops_[i];
     if (!o.ext.written || o.shape == Shape::host || o.device_bytes == 0 || o.kept) continue;
+    back += o.device_bytes;
     staged[i] = static_cast<unsigned char*>(dev_.staging(kStageDown + i, o.device_bytes));
     if (Reason r = read(o.buf, o.device_bytes, staged[i]); r != Reason::ok) return r;
   }
@@ -361,7 +365,7 @@ Reason Job::download() {
   }
   for (int i = 0; i < count_; ++i)
     if (staged[i]) store(ops_[i], staged[i]);
-  if (res_) res_->waited(fetch_count_ > 0 ? hal::transfers::Cause::sync : hal::transfers::Cause::eager);
+  if (res_) res_->waited(fetch_count_ > 0 ? hal::transfers::Cause::sync : hal::transfers::Cause::eager, t0, back);
   return Reason::ok;
 }
 

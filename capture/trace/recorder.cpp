@@ -26,6 +26,7 @@
 #include "common/macros.hpp"
 #include "common/native.hpp"
 #include "config/config.hpp"
+#include "hal/transfers.hpp"
 
 namespace sol::capture::trace {
 namespace {
@@ -515,6 +516,9 @@ bool active() noexcept {
   return s && !s->finished.load(std::memory_order_relaxed) && s->files.load(std::memory_order_relaxed) >= 0;
 }
 
+void add_flush(hal::transfers::Cause cause, uint64_t start_ns, uint64_t end_ns, uint64_t nodes,
+               uint64_t bytes_back) noexcept;
+
 bool start(const config::Config& cfg) noexcept {
   if (!cfg.trace) return false;
   auto* s = new (std::nothrow) State;
@@ -560,6 +564,7 @@ bool start(const config::Config& cfg) noexcept {
     s->waited.store(false, std::memory_order_relaxed);
   }
   g_state.store(s, std::memory_order_release);
+  hal::transfers::set_flush_listener(add_flush);
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   if (!alloc::add(forget_freed))
     log::write(log::Level::warn, "cannot observe freed memory; the dataflow graph may link calls through reused memory");
@@ -779,6 +784,52 @@ void add_device_time(const SpanRef& span, uint64_t device_ns, uint64_t start_ns,
     SigStats& st = t->sigs[span.sig];
     ++st.device_calls;
     st.device_ns += device_ns;
+  } catch (...) {
+  }
+}
+
+// A lazy device backend's flush (hal/transfers.hpp's listener, set while tracing): an event on a
+// track of its own ("lazy flushes"), with its cause, the nodes it ran and the bytes it wrote back.
+// "cat":"device", as device time: no call of its own for the readers that count calls.
+void add_flush(hal::transfers::Cause cause, uint64_t start_ns, uint64_t end_ns, uint64_t nodes,
+               uint64_t bytes_back) noexcept {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (!s || s->finished.load(std::memory_order_relaxed) || s->pid != ::getpid()) return;
+  if (start_ns < s->start_mono_ns || end_ns < start_ns) return;
+  ThreadState* t = thread_state(*s);
+  if (!t) return;
+  constexpr uint32_t kTrack = 0xffff;  // past any device stream's
+  bool named = true;
+  try {
+    std::lock_guard<std::mutex> lock(s->device_mu);
+    if (s->device_tracks.size() <= kTrack) s->device_tracks.resize(kTrack + 1);
+    named = s->device_tracks[kTrack];
+    s->device_tracks[kTrack] = true;
+  } catch (...) {
+  }
+  const int64_t tid = 0x40000000 + static_cast<int64_t>(kTrack);
+  char buf[512];
+  Text e(buf, sizeof buf);
+  if (!named)
+    e.lit("\n,{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":")
+        .i64(s->pid)
+        .lit(",\"tid\":")
+        .i64(tid)
+        .lit(",\"args\":{\"name\":\"lazy flushes\"}}");
+  e.lit("\n,{\"name\":\"flush (").str(hal::transfers::cause_name(cause)).lit(")\",\"cat\":\"device\",\"ph\":\"X\",\"pid\":");
+  e.i64(s->pid).lit(",\"tid\":").i64(tid).lit(",\"ts\":").usec(start_ns - s->start_mono_ns);
+  e.lit(",\"dur\":").usec(end_ns - start_ns).lit(",\"args\":{\"cause\":\"").str(hal::transfers::cause_name(cause));
+  e.lit("\",\"nodes\":").u64(nodes).lit(",\"bytes_back\":").u64(bytes_back).lit(",\"thread\":").i64(t->tid).lit("}}");
+  try {
+    std::lock_guard<SpinLock> lock(t->mu);
+    if (!e.truncated() && e.size()) {
+      if (t->out_used + e.size() > ThreadState::kOut) {
+        s->json.write(t->out, t->out_used);
+        t->out_used = 0;
+      }
+      std::memcpy(t->out + t->out_used, e.data(), e.size());
+      t->out_used += e.size();
+    }
   } catch (...) {
   }
 }

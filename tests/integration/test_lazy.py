@@ -4,11 +4,12 @@ memory sees a difference from eager execution or from a run without libsol.
 
 Every case compares bytes, not tolerances: lazy and eager run the same kernels on the same device,
 and the C program's inputs are small integers (exact on every backend)."""
+import json
 import re
 
 import pytest
 
-from conftest import PROGRAMS, PY_PROGRAMS, PYTHON, run, sol_lines
+from conftest import PROGRAMS, PY_PROGRAMS, PYTHON, SOL, run, sol_lines
 
 TRANSFERS = re.compile(r"^sol: transfers: (\d+) nodes, (\d+) flushes, (\d+) bytes to the device, (\d+) bytes back$")
 CASES = ["chain", "inputs", "shared", "syscalls", "allocator", "signals", "threads", "fork", "mapped", "exit"]
@@ -112,3 +113,25 @@ def test_torch_mlp_loss_identical_lazy_and_eager():
     assert outs[0][0] == outs[1][0], outs
     assert "loss" in outs[0][0]
     assert outs[1][1][0] == outs[0][1][0]  # the same nodes on the device
+
+
+def test_the_trace_shows_each_flush_with_its_cause_and_bytes(tmp_path):
+    r = run([str(PROGRAMS / "lazy_torture"), str(N), "chain", "syscalls"],
+            env={"SOL_BACKEND": "opencl", "SOL_TRACE": "1", "SOL_TRACE_DIR": str(tmp_path), "SOL_LOG": "info"})
+    assert r.returncode == 0, r.stderr
+    nodes, flushes, _, back = transfers(r.stderr)
+    (trace,) = tmp_path.glob("run-*/sol-*.trace.json")
+    data = json.loads(trace.read_text())
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    spans = [e for e in events if e.get("ph") == "X" and e["name"].startswith("flush (")]
+    # Every flush of the process, on the "lazy flushes" track, its cause named, its bytes counted.
+    assert len(spans) == flushes, (spans, r.stderr)
+    assert {e["args"]["cause"] for e in spans} == {"host_read", "syscall"}, spans
+    assert sum(e["args"]["bytes_back"] for e in spans) == back
+    assert sum(e["args"]["nodes"] for e in spans) == nodes
+    names = [e for e in events if e.get("ph") == "M" and e["name"] == "thread_name"]
+    assert any(e["args"]["name"] == "lazy flushes" and e["tid"] == spans[0]["tid"] for e in names)
+    # sol report sums them by cause.
+    report = run([SOL, "report", str(tmp_path)], preload=False)
+    assert re.search(r"device: %d nodes, %d flushes \(host_read 1, syscall %d\)" % (nodes, flushes, flushes - 1),
+                     report.stdout), report.stdout
