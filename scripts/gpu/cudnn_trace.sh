@@ -18,6 +18,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${SOL_BUILD:?SOL_BUILD must name the directory with libsol.so and sol}"
 : "${OUT:?OUT must name a directory for the logs}"
 mkdir -p "$OUT"
+# The script's own settings, not the programs': libsol warns about SOL_ variables it does not know.
+export -n SOL_BUILD OUT
 py=python3
 [ -x /opt/torch/.venv/bin/python3 ] && py=/opt/torch/.venv/bin/python3
 status=0
