@@ -207,6 +207,9 @@ class CudaBackend final : public hal::Backend {
     } catch (...) {
       r = Reason::internal_error;
     }
+    // cuda runs every node eagerly (never lazily, see capture/exec/lazy.hpp): each node is a flush
+    // of its own, which the executor leaves to the device backend to count.
+    if (r == Reason::ok) hal::transfers::flushed(hal::transfers::Cause::eager);
     device_->release_larger_than(kKeepBytes);
     return r;
   }

@@ -557,6 +557,8 @@ bool start(const config::Config& cfg) noexcept {
     if (!s->unwinder.load(why)) {
       log::write(log::Level::warn, "cannot capture call stacks (%s); tracing without them", why.c_str());
       s->stacks = false;
+    } else if (!why.empty()) {
+      log::write(log::Level::info, "call stacks: %s", why.c_str());
     }
   }
   if (cfg.trace_delay > 0) {

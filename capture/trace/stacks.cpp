@@ -1,6 +1,7 @@
 #include "capture/trace/stacks.hpp"
 
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <link.h>
 #include <pthread.h>
 
@@ -20,22 +21,28 @@ struct Range {
 
 }  // namespace
 
-bool Unwinder::load(std::string& why) noexcept {
-  void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    why = dlerror();
-    return false;
+bool Unwinder::load(std::string& why, bool libunwind) noexcept {
+  Walk walk = nullptr;
+  why.clear();
+  if (void* lib = libunwind ? dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL) : nullptr) {
+    walk = reinterpret_cast<int (*)(void**, int)>(dlsym(lib, "unw_backtrace"));
+    auto set_policy = reinterpret_cast<int (*)(void*, int)>(dlsym(lib, "_ULx86_64_set_caching_policy"));
+    auto* space = static_cast<void**>(dlsym(lib, "_ULx86_64_local_addr_space"));
+    // A per-thread cache of unwind information makes repeated stacks cheap (heaptrack does the same).
+    if (walk && set_policy && space) set_policy(*space, kCachePerThread);
+    why = walk ? "" : "libunwind.so.8 has no unw_backtrace; ";
+  } else if (libunwind) {
+    why = std::string(dlerror()) + "; ";
   }
-  auto backtrace = reinterpret_cast<int (*)(void**, int)>(dlsym(lib, "unw_backtrace"));
-  auto set_policy = reinterpret_cast<int (*)(void*, int)>(dlsym(lib, "_ULx86_64_set_caching_policy"));
-  auto* space = static_cast<void**>(dlsym(lib, "_ULx86_64_local_addr_space"));
-  if (!backtrace) {
-    why = "libunwind.so.8 has no unw_backtrace";
-    return false;
+  if (!walk) {
+    // Machines without libunwind (a GPU host with pip's PyTorch) still have glibc's backtrace(),
+    // which walks with libgcc's unwinder. Slower on a new stack, but StackCache spares it repeats.
+    // Its first call loads libgcc_s: made here, not on the first traced call.
+    why += "walking stacks with glibc's backtrace()";
+    void* warm[4];
+    ::backtrace(warm, 4);
+    walk = &::backtrace;
   }
-
-  // A per-thread cache of unwind information makes repeated stacks cheap (heaptrack does the same).
-  if (set_policy && space) set_policy(*space, kCachePerThread);
 
   // libsol's own code: the frames to skip at the top of every stack.
   Dl_info self{};
@@ -60,7 +67,7 @@ bool Unwinder::load(std::string& why) noexcept {
       &range);
   own_lo_ = range.lo;
   own_hi_ = range.hi;
-  backtrace_ = backtrace;
+  backtrace_ = walk;
   return true;
 }
 

@@ -1,5 +1,5 @@
 // Call stacks for the trace: raw return addresses on the per-call path (libunwind's
-// unw_backtrace with its per-thread cache), names only when the files are written at exit
+// unw_backtrace with its per-thread cache, else glibc's backtrace()), names only when the files are written at exit
 // (symbolize.hpp).
 #pragma once
 
@@ -11,8 +11,10 @@ namespace sol::capture::trace {
 
 class Unwinder {
  public:
-  // Opens libunwind (RTLD_LOCAL: its _Unwind_Backtrace and backtrace must not interpose anyone's).
-  bool load(std::string& why) noexcept;
+  // Opens libunwind (RTLD_LOCAL: its _Unwind_Backtrace and backtrace must not interpose anyone's),
+  // or where there is none (or `libunwind` is false) uses glibc's backtrace(); `why` then says so.
+  // True when stacks can be captured.
+  bool load(std::string& why, bool libunwind = true) noexcept;
   bool loaded() const noexcept { return backtrace_ != nullptr; }
 
   // Fills `ips` with up to `max` return addresses of the caller's stack, innermost first, starting
@@ -31,7 +33,8 @@ class Unwinder {
   static uintptr_t stack_top() noexcept;
 
  private:
-  int (*backtrace_)(void**, int) = nullptr;
+  using Walk = int (*)(void**, int);
+  Walk backtrace_ = nullptr;
   uintptr_t own_lo_ = 0, own_hi_ = 0;  // libsol's executable range
 };
 

@@ -42,7 +42,10 @@ struct Record {
   std::vector<Attr> attrs;  // the last value of each attribute set
   // The operation graph this descriptor was derived from (engine, engine configuration, plan:
   // through attributes the program set or descriptors cuDNN handed back), and once known its
-  // description (a graph's own, from its finalization; a plan's, from its finalization).
+  // description (a graph's own, from its finalization; a derived descriptor's, from the one it
+  // came from when that knew it, else a plan's from its graph at the plan's finalization). The
+  // description is shared, not looked up through `graph`: the program may destroy the graph's
+  // descriptor (and cuDNN reuse its address) while plans made from it live on.
   const void* graph = nullptr;
   std::shared_ptr<const Graph> described;
 

@@ -6,7 +6,10 @@
 // configuration's engine and a plan's engine configuration (cudnnBackendSetAttribute), or cuDNN
 // fills descriptors the program hands it (cudnnBackendGetAttribute: the engine configurations of
 // heuristics results, an engine configuration's engine). Either way the descriptor learns the
-// graph of the one it came from.
+// graph of the one it came from, and once the graph is finalized its description itself: the
+// cuDNN frontend (PyTorch's) destroys the operation graph, its operations and tensors as soon as
+// heuristics have handed back engine configurations, before it builds a plan from one of them, so
+// a plan must not need its graph's descriptor alive.
 #include <cstring>
 #include <utility>
 
@@ -35,6 +38,13 @@ T arg(const Node& n, int i) noexcept {
 // The operation graph behind descriptor `r` (itself when it is one).
 const void* graph_key(const void* d, const Record& r) noexcept {
   return r.type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR ? d : r.graph;
+}
+
+// Descriptor `r` derives from `from` (record `src`): it learns the graph's key and, when the graph
+// is already finalized, its description, which outlives the graph's descriptor.
+void inherit(Record& r, const void* from, const Record& src) noexcept {
+  r.graph = graph_key(from, src);
+  if (src.described) r.described = src.described;
 }
 
 void on_create(const Node& node) {
@@ -70,7 +80,7 @@ void on_set(const Node& node) {
       case CUDNN_ATTR_ENGINECFG_ENGINE:
       case CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG: {
         const void* from = a.get<const void*>();
-        if (const Record* src = t.find(from)) r->graph = graph_key(from, *src);
+        if (const Record* src = t.find(from)) inherit(*r, from, *src);
         break;
       }
       default: break;
@@ -93,10 +103,9 @@ void on_get(const Node& node) {
   std::lock_guard lock(t.mu);
   const Record* src = t.find(d);
   if (!src) return;
-  const void* g = graph_key(d, *src);
-  if (!g) return;
+  if (!graph_key(d, *src)) return;
   for (int64_t i = 0; i < n; ++i)
-    if (Record* r = t.find(out[i]); r && r->type != CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) r->graph = g;
+    if (Record* r = t.find(out[i]); r && r->type != CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) inherit(*r, d, *src);
 }
 
 void on_finalize(const Node& node) {
@@ -112,8 +121,12 @@ void on_finalize(const Node& node) {
       r->described = detail::describe_graph(t, *r);
       g = r->described;
     } else if (r->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) {
-      const Record* gr = r->graph ? t.find(r->graph) : nullptr;
-      r->described = gr ? gr->described : nullptr;
+      // Inherited from its engine configuration, or (an engine set up before its graph was
+      // finalized) looked up in the graph, which is then still alive.
+      if (!r->described) {
+        const Record* gr = r->graph ? t.find(r->graph) : nullptr;
+        if (gr && gr->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) r->described = gr->described;
+      }
       if (!r->described) SOL_LOG(debug, "cudnn: execution plan %p: its operation graph was not seen built", d);
       return;
     } else {

@@ -66,7 +66,8 @@ std::shared_ptr<const Graph> graph_of(const void* descriptor) noexcept {
   const detail::Record* r = t.find(descriptor);
   if (!r) return nullptr;
   if (r->described) return r->described;
-  if (const detail::Record* g = r->graph ? t.find(r->graph) : nullptr) return g->described;
+  const detail::Record* g = r->graph ? t.find(r->graph) : nullptr;
+  if (g && g->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) return g->described;
   return nullptr;
 }
 

@@ -18,6 +18,9 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 : "${SOL_BUILD:?SOL_BUILD must name the build directory (libsol.so, sol)}"
 : "${OUT:?OUT must name a directory for the logs}"
 mkdir -p "$OUT"
+# The script's own settings, not the programs': libsol warns about SOL_ variables it does not know,
+# which would change the output the passthrough run is compared on.
+export -n SOL_BUILD OUT
 LIBSOL=$(cd "$SOL_BUILD" && pwd)/libsol.so
 SOL=$(cd "$SOL_BUILD" && pwd)/sol
 HERE=$ROOT/scripts/gpu

@@ -18,6 +18,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${SOL_BUILD:?SOL_BUILD must name the directory with libsol.so and sol}"
 : "${OUT:?OUT must name a directory for the logs}"
 mkdir -p "$OUT"
+# The script's own settings, not the programs': libsol warns about SOL_ variables it does not know.
+export -n SOL_BUILD OUT
 py=python3
 [ -x /opt/torch/.venv/bin/python3 ] && py=/opt/torch/.venv/bin/python3
 status=0
@@ -80,14 +82,21 @@ try:
     text = open(api_log, errors="replace").read()
 except OSError:
     text = ""
-counted = len(re.findall(r"function cudnnBackendExecute\(\) called", text))
+# cuDNN logs a call more than once: an entry record with the arguments, a return record with the
+# status ("function cudnnBackendExecute() called:\ni!     status: ..."), and warning records
+# (W!) from inside (cudnnBatchNormalizationBackwardEx: "!canRunSemiPersist"). Every compute entry
+# point takes the handle first, so its entry record, one per call, is the I! record whose first
+# argument is the handle.
+def calls_logged(name):
+    return len(re.findall(r"^I! CuDNN \([^)]*\) function %s\(\) called:\ni!     handle:" % re.escape(name), text, re.M))
+counted = calls_logged("cudnnBackendExecute")
 if not text:
     print("SKIP independent count: cuDNN wrote no API log")
 else:
     check(counted == traced, "cudnnBackendExecute: %d traced, %d in cuDNN's API log" % (traced, counted))
     for name in sorted({o["symbol"] for o in ops if o["op"] != "cudnn_api" and o["symbol"] != "cudnnBackendExecute"}):
         n = sum(o["calls"] for o in ops if o["symbol"] == name)
-        m = len(re.findall(r"function %s\(\) called" % name, text))
+        m = calls_logged(name)
         check(n == m, "%s: %d traced, %d in cuDNN's API log" % (name, n, m))
 problem = lambda shape: (shape.split()[0], [t for t in shape.split() if "=" not in t][0])
 cpu_convs = {problem(o["shape"]) for o in json.load(open(cpu))["ops"] if o["op"] == "convolution"}
