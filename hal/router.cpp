@@ -1,5 +1,7 @@
 #include "hal/router.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -26,14 +28,22 @@ void Plan::add(Backend* b, bool requested) noexcept {
   if (n < kMax) at[n++] = {b, requested};
 }
 
+namespace {
+// The process SOL started in (the router is built at start-up); a forked child differs.
+const pid_t g_started_pid = ::getpid();
+}  // namespace
+
 Backend* Router::Lazy::get(Registry& registry) noexcept {
   if (SOL_LIKELY(done_.load(std::memory_order_acquire))) return backend_.load(std::memory_order_relaxed);
   Backend* b = registry.get(name_);  // initialises it, once
   if (!b && named_ && registry.built(name_)) {
     try {
+      // A forked child: a device backend's state does not survive fork, by design (info, not a
+      // warning the user must act on).
+      const bool child = ::getpid() != g_started_pid;
       const std::string why = registry.why(name_);
-      log::once(log::Level::warn, "unavailable " + name_, "backend %s is unavailable: %s; its nodes run elsewhere",
-                name_.c_str(), why.c_str());
+      log::once(child ? log::Level::info : log::Level::warn, "unavailable " + name_,
+                "backend %s is unavailable: %s; its nodes run elsewhere", name_.c_str(), why.c_str());
     } catch (...) {  // out of memory: no line
     }
   }

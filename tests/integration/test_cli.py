@@ -30,7 +30,7 @@ def test_run_trace_dir_implies_trace():
 
 def test_run_errors():
     cases = [
-        (["run", "--backend", "cuda", "--", "true"], 2, "unknown backend 'cuda'"),
+        (["run", "--backend", "cudaa", "--", "true"], 2, "unknown backend 'cudaa'"),
         (["run", "--frobnicate", "--", "true"], 2, "unknown option '--frobnicate'"),
         (["run", "--"], 2, "CMD is required"),
         (["run", "--config", "/nonexistent.toml", "--", "true"], 2, "/nonexistent.toml"),
