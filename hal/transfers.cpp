@@ -1,5 +1,7 @@
 #include "hal/transfers.hpp"
 
+#include "common/macros.hpp"
+
 namespace sol::hal::transfers {
 namespace {
 
@@ -44,7 +46,18 @@ void flushed(Cause cause) noexcept {
 }
 namespace {
 std::atomic<FlushListener> g_flush_listener{nullptr};
+constinit SOL_TLS const char* t_eager_note = nullptr;
 }  // namespace
+
+void note_eager(const char* why) noexcept {
+  t_eager_note = why;
+}
+
+const char* take_eager_note() noexcept {
+  const char* why = t_eager_note;
+  t_eager_note = nullptr;
+  return why;
+}
 
 void set_flush_listener(FlushListener listener) noexcept {
   g_flush_listener.store(listener, std::memory_order_release);

@@ -40,6 +40,12 @@ using FlushListener = void (*)(Cause cause, uint64_t start_ns, uint64_t end_ns, 
 void set_flush_listener(FlushListener listener) noexcept;
 void flush_span(Cause cause, uint64_t start_ns, uint64_t end_ns, uint64_t nodes, uint64_t bytes_back) noexcept;
 
+// Why the node this thread is running could not wait lazily for the host (its result had to come
+// back at once: "too small to guard", "not in a block SOL serves"...), for the trace of the call
+// ("lazy": "eager: <why>"). A static string; the trace takes (and clears) it when the call ends.
+void note_eager(const char* why) noexcept;
+const char* take_eager_note() noexcept;
+
 Totals totals() noexcept;
 void reset() noexcept;  // in a forked child
 

@@ -505,6 +505,7 @@ class OpenclBackend final : public hal::Backend {
     if (process_exiting()) return Reason::exiting;
     Resident::Lock lock(mutex_);
     const bool lazy = resident_ && resident_->active();
+    hal::transfers::note_eager(nullptr);  // set again if this node cannot wait
     Reason r;
     try {
       // DNN nodes move their own data: what is pending goes first, and the host is current.

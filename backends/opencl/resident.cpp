@@ -157,6 +157,7 @@ Reason Resident::bind(Operand& o, size_t es) {
     evict_beyond_budget();
   } else if (o.ext.written) {
     host_ready(o.ext.ptr, o.ext.bytes, true);  // its result comes back at once: pages open
+    hal::transfers::note_eager(o.ext.bytes < capture::lazy::min_bytes() ? "too small to guard" : why);
   }
   return Reason::ok;
 }
@@ -171,6 +172,7 @@ bool Resident::keep(Operand& o) {
   const char* why = nullptr;
   if (!capture::lazy::set_state(c->block_b, c->block_e, State::dirty, why)) {
     SOL_LOG(debug, "opencl: lazy: result at %p comes back at once: %s", o.ext.ptr, why ? why : "");
+    hal::transfers::note_eager(why ? why : "its pages could not be protected");
     c->dirty = false;
     dirty_bytes_ -= c->op.device_bytes;
     // The Job downloads it into open pages: the block's copies go.

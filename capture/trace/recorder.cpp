@@ -694,6 +694,8 @@ void Span::finish(const Node& node, const char* backend) noexcept {
     if (params.len) e.lit(",\"params\":\"").raw(params.text, params.len).lit("\"");
   }
   e.lit(",\"flops\":").num(flops).lit(",\"bytes\":").num(bytes);
+  // A node a lazy device backend ran at once, and why (hal/transfers.hpp).
+  if (const char* why = hal::transfers::take_eager_note()) e.lit(",\"lazy\":\"eager: ").str(why).lit("\"");
   e.lit(",\"site\":").u64(site_).lit(",\"seq\":").u64(seq).lit("},\"pid\":").i64(s->pid);
   e.lit(",\"tid\":")
       .i64(t->tid)

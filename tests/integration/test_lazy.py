@@ -135,3 +135,20 @@ def test_the_trace_shows_each_flush_with_its_cause_and_bytes(tmp_path):
     report = run([SOL, "report", str(tmp_path)], preload=False)
     assert re.search(r"device: %d nodes, %d flushes \(host_read 1, syscall %d\)" % (nodes, flushes, flushes - 1),
                      report.stdout), report.stdout
+
+
+def test_a_node_that_cannot_wait_says_why_in_the_trace(tmp_path):
+    """8 KiB results: below SOL_LAZY_MIN_BYTES, so each comes back at once, and its call says so."""
+    r = run([str(PROGRAMS / "device_gemms"), "64", "32", "16", "2"],
+            env={"SOL_BACKEND": "opencl", "SOL_TRACE": "1", "SOL_TRACE_DIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    (trace,) = tmp_path.glob("run-*/sol-*.trace.json")
+    data = json.loads(trace.read_text())
+    calls = [e for e in data["traceEvents"] if e.get("ph") == "X" and e.get("name") == "sgemm_"]
+    assert len(calls) == 2 and all(e["args"].get("lazy") == "eager: too small to guard" for e in calls), calls
+    # A result that could wait has no such note.
+    r = run([str(PROGRAMS / "lazy_torture"), str(N), "chain"],
+            env={"SOL_BACKEND": "opencl", "SOL_TRACE": "1", "SOL_TRACE_DIR": str(tmp_path / "big")})
+    (trace,) = (tmp_path / "big").glob("run-*/sol-*.trace.json")
+    calls = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("name") == "sgemm_"]
+    assert len(calls) == 4 and not any("lazy" in e["args"] for e in calls), calls
