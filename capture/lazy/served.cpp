@@ -58,7 +58,10 @@ static_assert((kRegionMax >> 12) < kParked, "page counts must stay clear of len[
 // The cache of given-back blocks (not remapped): at most kCacheSlots blocks of at most
 // kCacheBytes together, about what glibc keeps at the top of its heap before trimming (its
 // dynamic M_TRIM_THRESHOLD reaches 64 MiB on 64-bit systems). Larger blocks go back to the OS.
-constexpr int kCacheSlots = 4;
+// 16 slots: a NumPy loop frees several arrays and temporaries per step; with 4, blocks missed the
+// cache and came back as fresh pages (bench/lazy_transfers.py no-reuse at n = 2048: lazy 17 %
+// slower than eager with 4 slots, within noise with 16).
+constexpr int kCacheSlots = 16;
 constexpr size_t kCacheBytes = size_t{64} << 20;
 
 // Written once by serve_from() before `base` is published (release); served_block() reads them

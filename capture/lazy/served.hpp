@@ -15,7 +15,7 @@
 //   for any interior address with two loads.
 // - A block given back has fresh anonymous pages mapped over it: its memory goes back to the OS,
 //   and its pages are read-write and zero for the next block, even if the executor left them
-//   protected. Except for a few blocks of moderate size (at most 4, 64 MiB together: about what
+//   protected. Except for a few blocks of moderate size (at most 16, 64 MiB together: about what
 //   glibc keeps at the top of its heap), which are only made read-write and kept as they are, so
 //   that a program that frees and reallocates a large buffer in a loop does not take a page fault
 //   per page each time it writes the new one. Such a block is zeroed when reused only for a
