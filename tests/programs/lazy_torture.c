@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -261,6 +262,33 @@ static void case_mapped(void) {
   free(a), free(b), free(c);
 }
 
+/* Signals arriving every 100 us while results are pending, computed and written back (a signal
+ * during a flush): the copies and waits retry, nothing is lost. The handler touches no operand. */
+static volatile sig_atomic_t g_ticks;
+static void tick(int sig) {
+  (void)sig;
+  ++g_ticks;
+}
+static void case_interrupts(void) {
+  struct sigaction sa = {0}, old;
+  sa.sa_handler = tick;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGALRM, &sa, &old);
+  struct itimerval every = {{0, 100}, {0, 100}}, off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &every, NULL);
+  float *a = matrix(26), *p = identityish(5), *c = matrix(0), *d = matrix(0);
+  uint64_t h = 0;
+  for (int i = 0; i < 8; ++i) {
+    gemm(a, p, 0, c);
+    gemm(c, p, 0, d);
+    h = h * 31 + digest(d, bytes); /* a fault, a flush, a write-back: under a rain of signals */
+  }
+  setitimer(ITIMER_REAL, &off, NULL);
+  sigaction(SIGALRM, &old, NULL);
+  report("interrupts", h);
+  free(a), free(p), free(c), free(d);
+}
+
 /* Results still pending when the program exits. */
 static void case_exit(void) {
   float *a = matrix(24), *b = matrix(25), *c = matrix(0);
@@ -279,7 +307,7 @@ int main(int argc, char** argv) {
     void (*run)(void);
   } cases[] = {{"chain", case_chain},       {"inputs", case_inputs},   {"shared", case_shared},
                {"syscalls", case_syscalls}, {"allocator", case_allocator}, {"signals", case_signals},
-               {"threads", case_threads},   {"fork", case_fork},       {"mapped", case_mapped},
+               {"threads", case_threads},   {"fork", case_fork},       {"mapped", case_mapped}, {"interrupts", case_interrupts},
                {"exit", case_exit}};
   const int count = sizeof cases / sizeof cases[0];
   for (int i = 0; i < count; ++i) {
