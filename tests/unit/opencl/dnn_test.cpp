@@ -92,7 +92,11 @@ struct Buffer {
   // `at_least`: a view into a larger tensor (a submemory) reaches past dnnl_memory_desc_get_size.
   explicit Buffer(const dnnl_memory_desc_t& m, size_t at_least = 0)
       : md(m), bytes(std::max(dnnl_memory_desc_get_size(&m), at_least) + 2 * kGuard) {
-    fill_nan(bytes.data(), bytes.size());
+    // Each zone filled from its own start: the trailing guard's pattern must not depend on the
+    // tensor's size (a u8 workspace of 90 bytes would shift it by two).
+    fill_nan(bytes.data(), kGuard);
+    fill_nan(data(), size());
+    fill_nan(data() + size(), kGuard);
     dnnl_memory_create(&memory, &md, engine(), data());
   }
   Buffer(const Buffer& o) : Buffer(o.md, o.size()) { take_bytes(o); }
@@ -235,6 +239,24 @@ std::string compare(Args& want, Args& got, const std::vector<int>& outputs, doub
     }
   }
   return out;
+}
+
+// The guard check itself, on tensors of every size modulo 4 (u8 workspaces have any size): a
+// fresh buffer's guards are intact, the byte just past the tensor or just before it is seen, a
+// byte inside it is not.
+TEST(OpenclDnnHarness, GuardsHoldForEverySize) {
+  for (dnnl_dim_t n = 1; n <= 8; ++n) {
+    SCOPED_TRACE("bytes " + std::to_string(n));
+    Buffer b(md({n}, dnnl_x, dnnl_u8));
+    EXPECT_TRUE(b.guards_intact());
+    b.data()[n - 1] = 0;
+    EXPECT_TRUE(b.guards_intact());
+    Buffer after(b), before(b);
+    after.data()[n] = 0;
+    before.data()[-1] = 0;
+    EXPECT_FALSE(after.guards_intact());
+    EXPECT_FALSE(before.guards_intact());
+  }
 }
 
 hal::Backend& reference() {
