@@ -23,6 +23,9 @@
 //     256 positions).
 //   batch normalization, fuse_relu, forward_training: one bit per src element in canonical
 //     order, bit i in byte i / 8 at position i % 8, set where the normalized value was > 0.
+//     Logical elements, not padded ones: ceil(elements / 8) bytes, at most the workspace oneDNN
+//     sizes (a bit or a byte per padded element); a smaller one is declined, and the bytes after
+//     the mask come back as they were.
 #pragma once
 
 #include "backends/opencl/device.hpp"
