@@ -153,3 +153,16 @@ def test_a_node_that_cannot_wait_says_why_in_the_trace(tmp_path):
     (trace,) = (tmp_path / "big").glob("run-*/sol-*.trace.json")
     calls = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("name") == "sgemm_"]
     assert len(calls) == 4 and not any("lazy" in e["args"] for e in calls), calls
+
+
+def test_torch_cnn_identical_lazy_and_eager():
+    """DNN nodes on opencl flush what is pending and run eagerly; the GEMMs between them may wait.
+    Every loss and checksum the program prints is the same either way."""
+    outs = []
+    for lazy in ("0", "1"):
+        r = run([PYTHON, str(PY_PROGRAMS / "torch_dnn_cnn.py")], env={"SOL_BACKEND": "opencl", "SOL_LAZY": lazy, "SOL_LOG": "info"})
+        assert r.returncode == 0, r.stderr
+        outs.append((r.stdout, transfers(r.stderr)))
+    assert outs[0][0] == outs[1][0]
+    assert "loss" in outs[0][0]
+    assert outs[0][1][0] == outs[1][1][0] > 0
