@@ -166,3 +166,20 @@ def test_torch_cnn_identical_lazy_and_eager():
     assert outs[0][0] == outs[1][0]
     assert "loss" in outs[0][0]
     assert outs[0][1][0] == outs[1][1][0] > 0
+
+
+@pytest.mark.parametrize("limits", [{"SOL_LAZY_MAX_NODES": "1"}, {"SOL_LAZY_MAX_BYTES": "0"},
+                                    {"SOL_LAZY_DEVICE_MEMORY": str(4 * N * N + 1)}])
+def test_limits_flush_and_evict_without_losing_anything(limits, native):
+    """One pending node at most, no result bytes held, or room for one matrix on the device: the
+    chain flushes at every node, or evicts (writing back what is dirty), and prints the same."""
+    r = torture("chain", "1", **limits)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == native["chain"]
+    nodes, flushes, up, back = transfers(r.stderr)
+    eager = transfers(torture("chain", "0").stderr)
+    if "SOL_LAZY_DEVICE_MEMORY" in limits:
+        assert up > transfers(torture("chain", "1").stderr)[2], r.stderr  # evicted inputs go up again
+    else:
+        assert flushes >= nodes - 1, r.stderr  # a limit reached at every node
+    assert up <= eager[2] and nodes == eager[0]
