@@ -22,9 +22,17 @@
 
 #include <atomic>
 
+// <sys/socket.h> defines SOL_TLS (a socket option level, 282), as SOL's macros do (thread-local
+// storage); this file uses neither, and the socket one must not leak into SOL's headers.
+#undef SOL_TLS
+
 #include "capture/lazy/coherence.hpp"
 #include "common/macros.hpp"
 #include "interpose/next_symbol.hpp"
+
+// GCC sees read()'s buffer (declared write-only by glibc) passed to a const void* parameter and
+// warns that it may be read uninitialized: only the pointer's value is used, never the bytes.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace {
 
