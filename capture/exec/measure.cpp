@@ -116,6 +116,7 @@ double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
 //   ran natively and was timed, so native costs nothing more unless it is close to the best.
 // - A long GEMM (native took more than 2 ms) is screened first: each CPU candidate runs a quarter
 //   of it once, and those more than 1.5x behind the best there leave before costing a whole call.
+//   Native, screened last, runs no quarter when its call was already that far behind (scaled).
 // - A candidate more than 1.5x slower than the best so far leaves the race: it cannot win, and
 //   timing it again is the most expensive thing a measurement could do.
 // - Calls above 2 ms get one sample, two when another candidate is within 20 % (noise is small
@@ -155,16 +156,26 @@ class Race {
   void warm_up(size_t i, bool screen) {
     if (time_once(scratch_, c_[i], screen) < 0) e_[i].out = true;
   }
+  // `cut`: how many times the quarter's m x n the whole call's is.
   void screen(double cut) {
     const size_t n = e_.size();
     std::vector<double> quarter(n, -1);
     double fastest = -1;
-    for (size_t i = 0; i < n; ++i) {
-      if (e_[i].out || c_[i].predicted_seconds >= 0) continue;  // accelerators: by prediction
-      quarter[i] = time_once(scratch_, c_[i], true);
-      if (quarter[i] < 0) e_[i].out = true;
-      else if (fastest < 0 || quarter[i] < fastest) fastest = quarter[i];
-    }
+    // Native last: the program's call already timed it on the whole problem, and when that is
+    // more than 1.5x behind the best quarter (scaled to the whole, which favours native: a
+    // quarter pays the call's fixed costs on a quarter of the work) it has lost without one.
+    for (size_t pass = 0; pass < 2; ++pass)
+      for (size_t i = 0; i < n; ++i) {
+        if ((i == native_) != (pass == 1) || e_[i].out || c_[i].predicted_seconds >= 0)
+          continue;  // accelerators: by prediction
+        if (i == native_ && fastest > 0 && e_[i].best / cut > 1.5 * fastest) {
+          e_[i].out = true;
+          continue;
+        }
+        quarter[i] = time_once(scratch_, c_[i], true);
+        if (quarter[i] < 0) e_[i].out = true;
+        else if (fastest < 0 || quarter[i] < fastest) fastest = quarter[i];
+      }
     for (size_t i = 0; i < n; ++i)
       if (quarter[i] > 1.5 * fastest) {
         e_[i].out = true;
