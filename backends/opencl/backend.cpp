@@ -30,8 +30,9 @@
 #include "backends/opencl/program_cache.hpp"
 #include "backends/opencl/resident.hpp"
 #include "common/fs_safety.hpp"
-#include "common/native.hpp"
 #include "common/log.hpp"
+#include "common/native.hpp"
+#include "common/startup.hpp"
 #include "config/config.hpp"
 #include "hal/transfers.hpp"
 
@@ -161,57 +162,18 @@ bool open_device(const config::Config& cfg, std::unique_ptr<Device>& out, std::s
   return ok;
 }
 
-// Whether a library whose calls SOL intercepts (BLAS, CBLAS, oneDNN) is loaded: the sign that a
-// first call may come. A program linked to one has it from the start, a Python program once it
-// imports NumPy or PyTorch; a compiler or a linker never (pocl runs `ld`, which inherits
-// LD_PRELOAD). Looks at the global scope, then at the objects loaded since the last look (`seen`
-// of them), by path: extension modules keep their libraries in local scopes.
-bool intercepted_library_loaded(size_t& seen) {
-  static const char* const kSymbols[] = {"sgemm_", "cblas_sgemm", "dnnl_primitive_execute"};
-  if (seen == 0)
-    for (const char* name : kSymbols)
-      if (void* p = dlsym(RTLD_NEXT, name); p && !in_libsol(p)) return true;
-  const std::vector<std::string> paths = loaded_objects();
-  bool found = false;
-  for (size_t i = seen; i < paths.size() && !found; ++i)
-    for (const char* name : kSymbols) found = found || find_in_object(paths[i], name);
-  seen = paths.size();
-  return found;
-}
-
 // The device's start-up (libraries, platform, context, queue, and CLBlast's GEMM programs from the
-// disk cache), begun by prepare() on a thread of its own so that the first call waits for what is
-// left of it, not for all of it: about 60 ms of loading the ICD and LLVM on pocl, which a Python
-// program spends importing its modules instead. Whoever comes first does it: the thread, or the
-// first call when the thread has not begun (a program calling BLAS at once).
-//
-// The thread begins once a library SOL intercepts is loaded (intercepted_library_loaded(), looked
-// at every 10 ms during the first second, then every 100 ms up to kGiveUp): a process that never
-// loads one (a shell command, a compiler run under `sol run --backend opencl`) never loads the
-// driver either. It must never hurt the program:
-// - it blocks asynchronous signals, which stay with the program's threads (the driver's threads it
-//   starts inherit that mask);
-// - exit() from the main thread waits for the step under way and stops the rest (a thread-local
-//   destructor of the main thread: those run before any atexit handler or library destructor,
-//   which would otherwise tear the driver down under the thread's feet);
-// - fork() waits until the start-up is done (bounded), and for a look at the loaded libraries (it
-//   holds the loader's locks): a child gets all of it or none of it. All of it is the parent's
-//   OpenCL state, which does not survive fork: init() in the child declines, as run() already
-//   does once the parent initialised. None of it: the child may start its own.
-// Its outcome, failures included, is reported by init() exactly as an inline start-up would be.
-struct Startup {
-  enum class State : uint8_t { waiting, running, done, abandoned };
-  static constexpr std::chrono::milliseconds kGiveUp{10000};
-
-  explicit Startup(const config::Config& c) : cfg(c) {}
-
-  // Runs the start-up unless someone else has; true if this call ran it.
-  bool run(bool background) {
-    std::unique_lock<std::mutex> lock(mu);
-    if (state != State::waiting || (background && stop.load(std::memory_order_relaxed))) return false;
-    state = State::running;
-    runner = ::getpid();
-    lock.unlock();
+// disk cache), begun by prepare() on a thread of its own (common/startup.hpp) so that the first
+// call waits for what is left of it, not for all of it: about 60 ms of loading the ICD and LLVM on
+// pocl, which a Python program spends importing its modules instead. A child forked after it gets
+// the parent's OpenCL state, which does not survive fork: init() in the child declines, as run()
+// already does once the parent initialised. Its outcome, failures included, is reported by init()
+// exactly as an inline start-up would be.
+struct Started {
+  explicit Started(const config::Config& c) : cfg(c) {}
+  // The start-up's work (Startup::Work): only the thread warms up; a first call that starts the
+  // device itself needs its own program, not every precision's.
+  void open(bool background, const std::atomic<bool>& stop) {
     const auto t0 = std::chrono::steady_clock::now();
     std::unique_ptr<Device> dev;
     std::string reason;
@@ -219,8 +181,6 @@ struct Startup {
     bool opened = false;
     try {
       opened = open_device(cfg, dev, reason);
-      // Only the thread warms up: a first call that starts the device itself needs its own
-      // program, not every precision's.
       if (opened && background && !stop.load(std::memory_order_relaxed)) {
         const int before = ProgramCache::totals().loaded;
         blas_warm_up(*dev, stop);
@@ -236,76 +196,26 @@ struct Startup {
     if (background && opened)
       SOL_LOG(debug, "opencl: device started ahead of the first call in %.1f ms (%d programs from the cache)",
               ms_since(t0), loaded);
-    lock.lock();
     ok = opened;
     device = std::move(dev);
     why = std::move(reason);
-    state = State::done;
-    cv.notify_all();
-    return true;
   }
-
-  // One look at the loaded libraries (see intercepted_library_loaded), unless exit() or fork() is
-  // under way; they wait for one in progress.
-  bool look(size_t& seen) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (state != State::waiting || stop.load(std::memory_order_relaxed)) return false;
-      looking = true;
-    }
-    bool found = false;
-    try {
-      found = intercepted_library_loaded(seen);
-    } catch (...) {  // out of memory: nothing found this time
-    }
-    std::lock_guard<std::mutex> lock(mu);
-    looking = false;
-    cv.notify_all();
-    return found;
-  }
-
-  // The started device for init(), starting it here if nobody has.
-  bool take(std::unique_ptr<Device>& out, std::string& reason) {
-    if (run(false)) {
-      std::lock_guard<std::mutex> lock(mu);
-      return hand_over(out, reason);
-    }
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [this] { return state == State::done || state == State::abandoned; });
-    return hand_over(out, reason);
-  }
-
-  // Whether the thread is in the middle of something that exit() or fork() must not cut short.
-  bool busy() const { return looking || (state == State::running && runner == ::getpid()); }
-
-  // At exit: no new step, and the one under way finished before the program's exit handlers run.
-  void stop_and_wait() {
-    stop.store(true, std::memory_order_relaxed);
-    std::unique_lock<std::mutex> lock(mu);
-    cv.notify_all();
-    cv.wait_for(lock, std::chrono::seconds(5), [this] { return !busy(); });
-  }
-
-  std::mutex mu;
-  std::condition_variable cv;
-  State state = State::waiting;
-  bool looking = false;
-  std::atomic<bool> stop{false};
-  pid_t runner = 0;
-  const config::Config cfg;
-  std::unique_ptr<Device> device;
-  std::string why;
-  bool ok = false;
-
- private:
-  bool hand_over(std::unique_ptr<Device>& out, std::string& reason) {
-    if (state == State::abandoned) {
-      reason = "this process was forked while its parent started the OpenCL device (OpenCL state does not survive fork)";
-      return false;
-    }
-    if (runner != ::getpid()) {
-      reason = "the OpenCL device was started before this process was forked (OpenCL state does not survive fork)";
-      return false;
+  // The started device for init().
+  bool take(Startup& startup, std::unique_ptr<Device>& out, std::string& reason) {
+    // Unbounded in effect: the first call needs the device, and a start-up under way in this
+    // process ends (compiling CLBlast's kernels with pocl's cache empty takes 10-11 s).
+    switch (startup.take(std::chrono::hours(1))) {
+      case Startup::Outcome::abandoned:
+        reason = "this process was forked while its parent started the OpenCL device (OpenCL state does not survive fork)";
+        return false;
+      case Startup::Outcome::done_before_fork:
+        reason = "the OpenCL device was started before this process was forked (OpenCL state does not survive fork)";
+        return false;
+      case Startup::Outcome::timed_out:
+        reason = "the OpenCL device's start-up did not finish";
+        return false;
+      case Startup::Outcome::done:
+        break;
     }
     if (!ok) {
       reason = why;
@@ -314,63 +224,12 @@ struct Startup {
     out = std::move(device);
     return out != nullptr;
   }
+
+  const config::Config cfg;
+  std::unique_ptr<Device> device;
+  std::string why;
+  bool ok = false;
 };
-
-// The process's start-up (one per process: the executor prepares its backends once), never freed:
-// the thread, the fork handlers and the exit guard all refer to it.
-Startup* g_startup = nullptr;
-
-// Fork: see Startup. The wait is bounded because a thread that forks from inside dlopen (a library
-// constructor) would hold the loader's lock that the start-up needs; the child then declines.
-void before_fork() {
-  if (!g_startup) return;
-  std::unique_lock<std::mutex> lock(g_startup->mu);
-  g_startup->cv.wait_for(lock, std::chrono::seconds(2), [] { return !g_startup->busy(); });
-  lock.release();  // held across fork(), so that the child sees a consistent state
-}
-void after_fork_parent() {
-  if (g_startup) g_startup->mu.unlock();
-}
-void after_fork_child() {
-  if (!g_startup) return;
-  new (&g_startup->mu) std::mutex;
-  new (&g_startup->cv) std::condition_variable;
-  // No thread runs here: a start-up under way in the parent is lost to the child, and one not
-  // begun is the child's first call's to do.
-  if (g_startup->state == Startup::State::running) g_startup->state = Startup::State::abandoned;
-  g_startup->looking = false;
-}
-
-// Destroyed when the main thread ends, by exit() or a return from main(), before anything else.
-struct ExitGuard {
-  bool armed = false;
-  ~ExitGuard() {
-    if (armed && g_startup) g_startup->stop_and_wait();
-  }
-};
-thread_local ExitGuard t_exit_guard;
-
-// The thread's body: waits for a library SOL intercepts, then starts the device, unless exit(), a
-// first call (which then starts it) or kGiveUp came first.
-void startup_thread(Startup* s) {
-  using std::chrono::milliseconds;
-  size_t seen = 0;
-  for (milliseconds waited{0}; waited < Startup::kGiveUp;) {
-    const milliseconds pause{waited < milliseconds(1000) ? 10 : 100};
-    {
-      std::unique_lock<std::mutex> lock(s->mu);
-      if (s->cv.wait_for(lock, pause, [s] {
-            return s->state != Startup::State::waiting || s->stop.load(std::memory_order_relaxed);
-          }))
-        return;
-    }
-    waited += pause;
-    if (s->look(seen)) {
-      s->run(true);
-      return;
-    }
-  }
-}
 
 class OpenclBackend final : public hal::Backend {
  public:
@@ -395,24 +254,14 @@ class OpenclBackend final : public hal::Backend {
     return Hint::unknown;
   }
 
-  // Starts the device on a thread of its own (see Startup): only in the main thread, whose exit
-  // waits for it, and once per process.
+  // Starts the device on a thread of its own (see Started): once per process, from the main thread.
   void prepare(const config::Config& cfg) noexcept override {
-    if (startup_ || g_startup || ::getpid() != static_cast<pid_t>(::gettid())) return;
+    if (startup_) return;
     try {
-      startup_ = g_startup = new Startup(cfg);
-      t_exit_guard.armed = true;  // its first use registers its destructor with the main thread
-      pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-      // Asynchronous signals stay with the program's threads; faults are the thread's own.
-      sigset_t all, saved;
-      sigfillset(&all);
-      for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&all, sig);
-      pthread_sigmask(SIG_SETMASK, &all, &saved);
-      try {
-        std::thread(startup_thread, startup_).detach();
-      } catch (...) {  // no thread: the first call starts the device, as without prepare()
-      }
-      pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+      auto* started = new Started(cfg);  // never freed: the thread may still refer to it at exit
+      startup_ = Startup::begin([started](bool background, const std::atomic<bool>& stop) { started->open(background, stop); });
+      if (startup_) started_ = started;
+      else delete started;
     } catch (...) {  // out of memory: no start-up ahead of the first call
     }
   }
@@ -420,7 +269,7 @@ class OpenclBackend final : public hal::Backend {
   bool init(const config::Config& cfg, std::string& why) noexcept override {
     try {
       std::unique_ptr<Device> device;
-      if (startup_ ? !startup_->take(device, why) : !open_device(cfg, device, why)) return false;
+      if (started_ ? !started_->take(*startup_, device, why) : !open_device(cfg, device, why)) return false;
       const Inventory inventory(cfg);
       // Everything the measured costs depend on: the device and its driver, the installed ICDs
       // and the selection, and the CLBlast library whose GEMM is timed.
@@ -588,6 +437,7 @@ class OpenclBackend final : public hal::Backend {
   }
 
   Startup* startup_ = nullptr;  // prepare()'s, when it started one
+  Started* started_ = nullptr;  // its work's outcome
   std::unique_ptr<Device> device_;
   std::unique_ptr<Dnn> dnn_;
   std::unique_ptr<ClMemory> memory_;
