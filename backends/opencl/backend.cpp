@@ -357,16 +357,14 @@ class OpenclBackend final : public hal::Backend {
     hal::transfers::note_eager(nullptr);  // set again if this node cannot wait
     Reason r;
     try {
-      // DNN nodes move their own data: what is pending goes first, and the host is current.
-      if (lazy && dnn) resident_->flush_and_drop_all(hal::transfers::Cause::other_backend);
       r = dnn ? dnn_->run(node) : blas_run(*device_, node);
     } catch (const std::bad_alloc&) {
       r = Reason::out_of_memory;
     } catch (...) {
       r = Reason::internal_error;
     }
-    // Eagerly, a node is a flush of its own; lazily, the Job says whether it waited.
-    if (r == Reason::ok && (!lazy || dnn)) hal::transfers::flushed(hal::transfers::Cause::eager);
+    // Eagerly, a node is a flush of its own; lazily, the Job (BLAS or DNN) says whether it waited.
+    if (r == Reason::ok && !lazy) hal::transfers::flushed(hal::transfers::Cause::eager);
     device_->release_larger_than(kKeepBytes);
     return r;
   }

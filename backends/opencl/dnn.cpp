@@ -9,9 +9,11 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/opencl/resident.hpp"
 #include "backends/opencl/transfer.hpp"
 #include "capture/dnn/validate.hpp"
 #include "capture/ir/dnn.hpp"
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "hal/transfers.hpp"
 
@@ -496,17 +498,42 @@ Reason check(const Device& dev, const capture::Node& node) {
 // One node's trip through the device. Buffers come from the device's DNN slots (extra ones are
 // created for the call); every command is tracked so that download() can tell that all of them
 // succeeded. The first failure is kept and turns later calls into no-ops, so a kind's sequence
-// of kernels reads straight through and checks once, at the end. The destructor waits for the
-// queue: the uploads read the caller's memory asynchronously.
+// of kernels reads straight through and checks once, at the end. Eagerly, the destructor waits
+// for the queue: the uploads read the caller's memory asynchronously.
+//
+// Lazily (the device has an active Resident), each tensor's buffer is a raw copy the Resident
+// keeps (resident.hpp): a read tensor is uploaded only when the device has no current copy of
+// its bytes (synchronously), and results stay on the device, pending, until the host needs them;
+// the temporaries stay slots (the queue is in order: the next node's use of a slot comes after
+// this one's). The same kernels run on the same bytes either way, so the results are the same.
+// A node whose written tensor overlaps another of its tensors (an in-place ReLU) would read and
+// write one device copy where eagerly it has two buffers: it runs eagerly, on a current host.
 class DnnJob {
  public:
-  DnnJob(Device& dev, const Call& call) : dev_(dev), cl_(dev.cl()), call_(call), d_(*call.desc) {}
+  DnnJob(Device& dev, const Call& call) : dev_(dev), cl_(dev.cl()), call_(call), d_(*call.desc) {
+    Resident* res = dev.resident();
+    if (!res || !res->active()) return;
+    if (!aliased()) {
+      res_ = res;
+      return;
+    }
+    // Eagerly, within the lazy executor: what is pending where this node reads goes first, and
+    // the copies where it writes go (their pages open for the results).
+    eager_in_lazy_ = res;
+    t0_ = monotonic_ns();
+    hal::transfers::note_eager("a tensor it writes overlaps another of its tensors");
+    for (int i = 0; i < d_.ntensors; ++i)
+      res->host_ready(call_.data[i], buffer_bytes(d_.tensors[i].desc), d_.written(d_.tensors[i]));
+  }
   DnnJob(const DnnJob&) = delete;
   DnnJob& operator=(const DnnJob&) = delete;
   ~DnnJob() {
-    cl_.clFinish(dev_.queue());
+    if (!res_) cl_.clFinish(dev_.queue());
     for (cl_event e : events_) cl_.clReleaseEvent(e);
     for (cl_mem m : transient_) cl_.clReleaseMemObject(m);
+    if (res_)  // our references to the tensors' copies; the queue keeps them while it needs them
+      for (int i = 0; i < d_.ntensors; ++i)
+        if (bound_[i].buf) cl_.clReleaseMemObject(bound_[i].buf);
   }
 
   const Desc& desc() const noexcept { return d_; }
@@ -517,8 +544,22 @@ class DnnJob {
     if (raw_[i] || !ok()) return raw_[i];
     const TensorDesc& t = d_.tensors[i].desc;
     const size_t bytes = buffer_bytes(t);
-    raw_[i] = buffer(bytes);
     const bool upload = d_.read(d_.tensors[i]) || !covers(t) || d_.tensors[i].arg == Arg::workspace;
+    if (res_ && bytes) {
+      Operand& o = bound_[i];
+      o.ext.name = "dnn";
+      o.ext.ptr = call_.data[i];
+      o.ext.bytes = o.device_bytes = bytes;
+      o.ext.read = upload;
+      o.ext.written = d_.written(d_.tensors[i]);
+      o.shape = Shape::raw;
+      if (Reason r = res_->bind(o, 1); r != Reason::ok) {
+        SOL_LOG(debug, "opencl: a lazy copy of %zu bytes failed", bytes);
+        err_ = r;
+      }
+      return raw_[i] = o.buf;
+    }
+    raw_[i] = buffer(bytes);
     if (raw_[i] && upload && bytes) {
       cl_event ev = nullptr;
       const cl_int err =
@@ -606,13 +647,42 @@ class DnnJob {
   }
 
   // Reads every stored tensor into host staging, waits, checks every command, and only then
-  // copies them into the caller's memory.
+  // copies them into the caller's memory. Lazily, results the Resident keeps stay on the device
+  // and, when all of them do, nothing is waited for: the node is pending.
   Reason download() {
+    bool kept[kMaxTensors] = {};
+    if (res_) {
+      if (!ok()) {
+        // A command failed (another backend will run the node): a kept copy it may have written
+        // must not be read again. What is pending is written back and the node's results' copies
+        // go, so that the host, current, is what the next attempt sees.
+        for (int i = 0; i < d_.ntensors; ++i)
+          if (bound_[i].buf && bound_[i].ext.written) res_->host_ready(bound_[i].ext.ptr, bound_[i].ext.bytes, true);
+        return err_;
+      }
+      bool waits = false;
+      for (int i = 0; i < d_.ntensors; ++i) {
+        if (!stored_[i] || !raw_[i]) continue;
+        kept[i] = bound_[i].buf && bound_[i].ext.written && res_->keep(bound_[i]);
+        waits |= !kept[i];
+      }
+      if (!waits) {
+        res_->deferred();
+        return Reason::ok;
+      }
+      // The results that come back now go into open pages (another tensor's copy may have made
+      // their block read-only since bind()).
+      for (int i = 0; i < d_.ntensors; ++i)
+        if (stored_[i] && raw_[i] && !kept[i]) res_->host_ready(call_.data[i], buffer_bytes(d_.tensors[i].desc), true);
+      t0_ = monotonic_ns();
+    }
+    uint64_t back = 0;
     unsigned char* staged[kMaxTensors] = {};
     int slot = Device::kFirstDnnSlot;
     for (int i = 0; i < d_.ntensors && ok(); ++i) {
       const size_t bytes = buffer_bytes(d_.tensors[i].desc);
-      if (!stored_[i] || !raw_[i] || bytes == 0) continue;
+      if (!stored_[i] || !raw_[i] || bytes == 0 || kept[i]) continue;
+      back += bytes;
       staged[i] = static_cast<unsigned char*>(dev_.staging(slot++, bytes));
       cl_event ev = nullptr;
       const cl_int err =
@@ -634,6 +704,7 @@ class DnnJob {
     if (!ok()) return err_;
     for (int i = 0; i < d_.ntensors; ++i)
       if (staged[i]) std::memcpy(call_.data[i], staged[i], buffer_bytes(d_.tensors[i].desc));
+    if (Resident* res = res_ ? res_ : eager_in_lazy_) res->waited(hal::transfers::Cause::eager, t0_, back);
     return Reason::ok;
   }
 
@@ -689,6 +760,21 @@ class DnnJob {
     if (ok()) err_ = reason_of(status);
   }
 
+  // Whether a tensor the node writes overlaps another of its tensors.
+  bool aliased() const noexcept {
+    for (int i = 0; i < d_.ntensors; ++i) {
+      if (!d_.written(d_.tensors[i])) continue;
+      const auto* b = static_cast<const unsigned char*>(call_.data[i]);
+      const size_t n = buffer_bytes(d_.tensors[i].desc);
+      for (int j = 0; j < d_.ntensors; ++j) {
+        const auto* o = static_cast<const unsigned char*>(call_.data[j]);
+        const size_t m = buffer_bytes(d_.tensors[j].desc);
+        if (j != i && n && m && b && o && o < b + n && b < o + m) return true;
+      }
+    }
+    return false;
+  }
+
   Device& dev_;
   const ClApi& cl_;
   const Call& call_;
@@ -697,6 +783,10 @@ class DnnJob {
   int next_slot_ = Device::kFirstDnnSlot;
   cl_mem raw_[kMaxTensors] = {}, dense_[kMaxTensors] = {}, out_[kMaxTensors] = {};
   bool stored_[kMaxTensors] = {};
+  Resident* res_ = nullptr;            // lazily: the tensors are raw copies it keeps
+  Resident* eager_in_lazy_ = nullptr;  // lazily, but this node runs eagerly (aliased())
+  Operand bound_[kMaxTensors];         // lazily: tensor i's copy (bound_[i].buf, our reference)
+  uint64_t t0_ = 0;                    // lazily, when waiting began (the trace's flush)
   std::vector<cl_event> events_;
   std::vector<cl_mem> transient_;
 };

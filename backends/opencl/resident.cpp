@@ -106,11 +106,22 @@ Reason Resident::bind(Operand& o, size_t es) {
       kept = find(o);
     }
   }
+  const bool raw = o.shape == Shape::raw;
   if (kept) {
+    if (o.ext.read) {
+      // Nothing else overlapping it can be dirty (a write drops the others, a copy is made from
+      // a flushed host), but a stale read would be silent: check, it is a short walk.
+      const uintptr_t b = addr(o.ext.ptr), e = b + o.ext.bytes;
+      for (const Copy& c : copies_)
+        if (c.dirty && &c != kept && overlaps(c.op, b, e)) {
+          flush_locked(Cause::host_read);
+          break;
+        }
+    }
     kept->used = ++clock_;
     cl.clRetainMemObject(kept->op.buf);
     o.buf = kept->op.buf;
-    if (!o.ext.read) {  // beta == 0: no NaN of the caller's may survive
+    if (!o.ext.read && !raw) {  // beta == 0: no NaN of the caller's may survive
       const unsigned char zero[16] = {};
       if (cl_int err = cl.clEnqueueFillBuffer(dev_.queue(), o.buf, zero, es, 0, o.device_bytes, 0, nullptr, nullptr);
           err != CL_SUCCESS)
@@ -131,7 +142,7 @@ Reason Resident::bind(Operand& o, size_t es) {
   } else {
     o.buf = cl.clCreateBuffer(dev_.context(), CL_MEM_READ_WRITE, o.device_bytes, nullptr, &err);
     const unsigned char zero[16] = {};
-    if (err == CL_SUCCESS)
+    if (err == CL_SUCCESS && !raw)
       err = cl.clEnqueueFillBuffer(dev_.queue(), o.buf, zero, es, 0, o.device_bytes, 0, nullptr, nullptr);
   }
   if (err != CL_SUCCESS) {
@@ -140,21 +151,12 @@ Reason Resident::bind(Operand& o, size_t es) {
   }
 
   // Kept when the host range can be guarded: an input becomes a clean copy now, a result a dirty
-  // one in keep().
+  // one in keep(). A raw result that is not read holds nothing yet: it is kept in keep(), once
+  // the node has written it (a node that leaves it unwritten must not leave a copy behind).
   uintptr_t bb, be;
   const char* why = nullptr;
   if (o.ext.bytes >= capture::lazy::min_bytes() && capture::lazy::block_of(o.ext.ptr, o.ext.bytes, bb, be, why)) {
-    Copy c;
-    c.op = o;
-    c.es = es;
-    c.block_b = bb;
-    c.block_e = be;
-    c.used = ++clock_;
-    cl.clRetainMemObject(o.buf);  // the copy's own reference
-    copies_.push_back(c);
-    held_bytes_ += o.device_bytes;
-    if (o.ext.read) update_block(bb, be);
-    evict_beyond_budget();
+    if (!raw || o.ext.read) adopt(o, es);
   } else if (o.ext.written) {
     host_ready(o.ext.ptr, o.ext.bytes, true);  // its result comes back at once: pages open
     hal::transfers::note_eager(o.ext.bytes < capture::lazy::min_bytes() ? "too small to guard" : why);
@@ -162,8 +164,38 @@ Reason Resident::bind(Operand& o, size_t es) {
   return Reason::ok;
 }
 
+Resident::Copy* Resident::adopt(const Operand& o, size_t es) noexcept {
+  uintptr_t bb, be;
+  const char* why = nullptr;
+  if (o.ext.bytes < capture::lazy::min_bytes() || !capture::lazy::block_of(o.ext.ptr, o.ext.bytes, bb, be, why))
+    return nullptr;
+  try {
+    Copy c;
+    c.op = o;
+    c.es = es;
+    c.block_b = bb;
+    c.block_e = be;
+    c.used = ++clock_;
+    copies_.push_back(c);
+  } catch (...) {  // out of memory: not kept
+    return nullptr;
+  }
+  dev_.cl().clRetainMemObject(o.buf);  // the copy's own reference
+  held_bytes_ += o.device_bytes;
+  if (o.ext.read) update_block(bb, be);
+  evict_beyond_budget();  // never the copy just made; the others may move
+  return find(o);
+}
+
 bool Resident::keep(Operand& o) {
   Copy* c = find(o);
+  if (!c && o.shape == Shape::raw && o.buf && !o.ext.read) {
+    c = adopt(o, 1);
+    if (!c) {  // not guarded (bind said why where it knew): it comes back into open pages
+      host_ready(o.ext.ptr, o.ext.bytes, true);
+      return false;
+    }
+  }
   if (!c || c->op.buf != o.buf) return false;
   if (!c->dirty) {
     c->dirty = true;
@@ -212,12 +244,6 @@ void Resident::forget() noexcept {
   pending_ = dirty_bytes_ = held_bytes_ = 0;
 }
 
-void Resident::flush_and_drop_all(Cause cause) noexcept {
-  if (copies_.empty() && pending_ == 0) return;
-  flush_locked(cause);
-  drop_locked(0, UINTPTR_MAX, false);
-}
-
 void Resident::flush_locked(Cause cause) noexcept {
   if (pending_ == 0 && dirty_bytes_ == 0) return;
   if (::getpid() != pid_ || process_exiting()) return;
@@ -254,6 +280,8 @@ bool Resident::write_back(Copy& c) noexcept {
       return false;
     }
     hal::transfers::to_host(o.device_bytes);
+    // A raw copy is the host's bytes themselves: straight into its pages.
+    if (o.shape == Shape::raw) return capture::lazy::write_guarded(o.ext.ptr, staged.data(), o.ext.bytes);
     // The host's bytes around the elements written (other elements of a strided vector, the rows
     // beyond a matrix's, a triangle's other half) are kept: the result is stored into an image of
     // the whole range, which goes back in one write.

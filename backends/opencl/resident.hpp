@@ -2,9 +2,13 @@
 // the pending work that wrote them (capture/lazy/coherence.hpp has the protocol).
 //
 // - A node's operand is a copy: the host range, its geometry and its device layout (a gathered
-//   vector, a packed matrix), as transfer.hpp describes it. A later node with the same operand
-//   finds the copy and moves nothing. Only operands inside a block SOL serves are kept (their
-//   pages can be protected); others move each time, results among them come back at once.
+//   vector, a packed matrix), as transfer.hpp describes it; a DNN tensor is a raw copy (its
+//   buffer's bytes, the same on the device). A later node with the same operand finds the copy
+//   and moves nothing. Only operands inside a block SOL serves are kept (their pages can be
+//   protected); others move each time, results among them come back at once.
+// - Copies of different kinds may overlap (a raw copy of a DNN tensor, a BLAS matrix in the same
+//   bytes) only while all of them are current: a written operand drops every other copy it
+//   overlaps, and a copy is made from the host only after what is dirty there has been flushed.
 // - Deferral is the device's in-order queue: a node's commands are enqueued and the call returns;
 //   its results stay on the device (dirty, pages inaccessible) until the host needs them. A flush
 //   waits for the queue and writes every dirty copy back into host pages that stay closed while
@@ -40,12 +44,14 @@ class Resident final : public capture::lazy::Holder {
   // Whether nodes are deferred now (lazy on, not exiting, this process's device).
   bool active() const noexcept;
 
-  // Job::upload: `o.buf` becomes a buffer holding the operand's data in its device layout (a
-  // reference the Job releases): a kept copy, or a new one made from the host (flushed first
-  // where a pending result lies there). A written operand's other copies are dropped.
+  // Job::upload, DnnJob::raw: `o.buf` becomes a buffer holding the operand's data in its device
+  // layout (a reference the caller releases): a kept copy, or a new one made from the host
+  // (flushed first where a pending result lies there). A written operand's other copies are
+  // dropped. A BLAS operand that is not read is zero-filled (beta == 0); a raw one is left as it
+  // is (the node writes every byte of it), and a new one is kept only once keep() says so.
   hal::Reason bind(Operand& o, size_t es);
-  // Job::download: whether a written operand's result stays on the device (dirty); false: the
-  // Job must copy it back now.
+  // After the node's commands: whether a written operand's result stays on the device (dirty);
+  // false: the caller must copy it back now, into host pages that are open.
   bool keep(Operand& o);
   // The node's commands are enqueued and nothing was waited for (one more pending node).
   void deferred();
@@ -58,8 +64,6 @@ class Resident final : public capture::lazy::Holder {
   void drop(uintptr_t b, uintptr_t e, bool discard) noexcept override;
   void forget() noexcept override;
 
-  // Under the lock: flushes, then drops every copy (a DNN node, which moves its own data).
-  void flush_and_drop_all(hal::transfers::Cause cause) noexcept;
   // Under the lock: makes the host's [p, p + n) current for reading (flush) or for writing
   // (flush, and drop the copies of the blocks there, so that their pages open).
   void host_ready(const void* p, size_t n, bool writes) noexcept;
@@ -88,6 +92,8 @@ class Resident final : public capture::lazy::Holder {
 
   void flush_locked(hal::transfers::Cause cause) noexcept;
   bool write_back(Copy& c) noexcept;
+  // Keeps a copy of `o` (o.buf) when its host range can be guarded; the new copy, or nullptr.
+  Copy* adopt(const Operand& o, size_t es) noexcept;
   void drop_locked(uintptr_t b, uintptr_t e, bool discard) noexcept;
   void release(Copy& c) noexcept;
   // Sets the protection of a block from the copies in it.

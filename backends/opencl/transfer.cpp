@@ -111,7 +111,8 @@ void device_layout(Operand& o, size_t es) noexcept {
       o.dld = o.kl + o.ku + 1 + (o.widened ? 1 : 0);
       break;
     case Shape::packed: o.device_bytes = static_cast<size_t>(o.n * (o.n + 1) / 2) * es; break;
-    case Shape::host: break;
+    case Shape::host:
+    case Shape::raw: break;
   }
   if (o.dld) o.device_bytes = static_cast<size_t>(o.dld * std::max<int64_t>(o.cols, 0)) * es;
 }
@@ -199,7 +200,8 @@ void store_into(const Operand& o, unsigned char* host, unsigned char* staged, si
   }
   switch (o.shape) {
     case Shape::vector: scatter(host, staged, o.n, o.inc, es); break;
-    case Shape::packed: std::memcpy(host, staged, o.device_bytes); break;
+    case Shape::packed:
+    case Shape::raw: std::memcpy(host, staged, o.device_bytes); break;
     default: copy_columns(o, host, staged, false, es);
   }
 }

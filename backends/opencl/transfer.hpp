@@ -60,6 +60,7 @@ enum class Shape : uint8_t {
              // super-diagonals (sbmv/tbmv upper: kl = 0, ku = k; lower: kl = k, ku = 0)
   packed,    // n(n+1)/2 elements, one triangle (upper) column by column
   host,      // read on the host (rotm's param)
+  raw,       // a DNN tensor's buffer: ext.bytes from ext.ptr, the same bytes on the device
 };
 
 struct Operand {
