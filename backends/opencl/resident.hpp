@@ -1,34 +1,14 @@
-// The opencl backend's lazy executor: device copies of host operands that outlive a node, and
-// the pending work that wrote them (capture/lazy/coherence.hpp has the protocol).
-//
-// - A node's operand is a copy: the host range, its geometry and its device layout (a gathered
-//   vector, a packed matrix), as transfer.hpp describes it; a DNN tensor is a raw copy (its
-//   buffer's bytes, the same on the device). A later node with the same operand finds the copy
-//   and moves nothing. Only operands inside a block SOL serves are kept (their pages can be
-//   protected); others move each time, results among them come back at once.
-// - Copies of different kinds may overlap (a raw copy of a DNN tensor, a BLAS matrix in the same
-//   bytes) only while all of them are current: a written operand drops every other copy it
-//   overlaps, and a copy is made from the host only after what is dirty there has been flushed.
-// - Deferral is the device's in-order queue: a node's commands are enqueued and the call returns;
-//   its results stay on the device (dirty, pages inaccessible) until the host needs them. A flush
-//   waits for the queue and writes every dirty copy back into host pages that stay closed while
-//   it happens (write_guarded), so no other thread reads a half-written result.
-// - Uploads are synchronous (clCreateBuffer copies the host data at once): the host may change an
-//   input as soon as the call returns, whatever is still queued.
-// - Limits: pending nodes and dirty bytes ([lazy] max_nodes, max_bytes) flush; the copies' total
-//   ([lazy] device_memory) evicts the least recently used, written back first when dirty.
-//
-// Every method but flush/drop/forget runs under the backend's lock (the caller holds it); those
-// three take it. None touches a guarded page while holding it.
+// The opencl backend's lazy executor: backends/common/resident.hpp's device copies, in cl_mem
+// buffers on the device's in-order queue. A copy is made with clCreateBuffer(COPY_HOST_PTR),
+// which copies the host data at once (the host may change an input as soon as the call returns,
+// whatever is still queued); its device layout is transfer.hpp's (device_image, same_copy).
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <mutex>
-#include <vector>
 
+#include "backends/common/resident.hpp"
 #include "backends/opencl/transfer.hpp"
-#include "capture/lazy/coherence.hpp"
 
 namespace sol::config {
 struct Config;
@@ -36,80 +16,42 @@ struct Config;
 
 namespace sol::backends::opencl {
 
-class Resident final : public capture::lazy::Holder {
+class ClResidentDevice final : public ResidentDevice<Operand> {
  public:
-  Resident(Device& dev, std::mutex& mu, const config::Config& cfg);
-  ~Resident() override;
+  explicit ClResidentDevice(Device& dev) noexcept : dev_(dev) {}
 
-  // Whether nodes are deferred now (lazy on, not exiting, this process's device).
-  bool active() const noexcept;
-
-  // Job::upload, DnnJob::raw: `o.buf` becomes a buffer holding the operand's data in its device
-  // layout (a reference the caller releases): a kept copy, or a new one made from the host
-  // (flushed first where a pending result lies there). A written operand's other copies are
-  // dropped. A BLAS operand that is not read is zero-filled (beta == 0); a raw one is left as it
-  // is (the node writes every byte of it), and a new one is kept only once keep() says so.
-  hal::Reason bind(Operand& o, size_t es);
-  // After the node's commands: whether a written operand's result stays on the device (dirty);
-  // false: the caller must copy it back now, into host pages that are open.
-  bool keep(Operand& o);
-  // The node's commands are enqueued and nothing was waited for (one more pending node).
-  void deferred();
-  // The Job waited for the queue (a scalar result, a result that could not stay): every pending
-  // node has run. From `start_ns` (monotonic) on, writing `bytes_back` back: the trace's flush.
-  void waited(hal::transfers::Cause cause, uint64_t start_ns, uint64_t bytes_back);
-
-  // Holder (coherence.hpp): take the lock.
-  void flush(hal::transfers::Cause cause) noexcept override;
-  void drop(uintptr_t b, uintptr_t e, bool discard) noexcept override;
-  void forget() noexcept override;
-
-  // Under the lock: makes the host's [p, p + n) current for reading (flush) or for writing
-  // (flush, and drop the copies of the blocks there, so that their pages open).
-  void host_ready(const void* p, size_t n, bool writes) noexcept;
-
-  // The backend's lock, taken for a node: marks this thread as holding it (a fault it took on a
-  // guarded page would otherwise wait for the lock forever).
-  class Lock {
-   public:
-    explicit Lock(std::mutex& mu);
-    ~Lock();
-    Lock(const Lock&) = delete;
-    Lock& operator=(const Lock&) = delete;
-
-   private:
-    std::lock_guard<std::mutex> lock_;
-  };
+  const char* name() const noexcept override { return "opencl"; }
+  bool exiting() const noexcept override { return process_exiting(); }
+  bool on_host(const Operand& o) const noexcept override { return o.shape == Shape::host; }
+  bool raw(const Operand& o) const noexcept override { return o.shape == Shape::raw; }
+  bool same(const Operand& a, const Operand& b) const noexcept override { return same_copy(a, b); }
+  hal::Reason make(Operand& o, size_t es) override;
+  hal::Reason zero(Operand& o, size_t es) override;
+  void retain(cl_mem b) noexcept override { dev_.cl().clRetainMemObject(b); }
+  void release(cl_mem b) noexcept override { dev_.cl().clReleaseMemObject(b); }
+  bool read(const Operand& o, void* host) noexcept override;
+  const char* finish() noexcept override;
+  size_t memory_bytes() const noexcept override;
+  void store(const Operand& o, unsigned char* host, unsigned char* staged, size_t es) const noexcept override {
+    store_into(o, host, staged, es);
+  }
 
  private:
-  struct Copy {
-    Operand op;  // host range, geometry, device layout; op.buf is the device buffer (owned)
-    size_t es = 0;
-    uintptr_t block_b = 0, block_e = 0;  // the served block holding it
-    bool dirty = false;
-    uint64_t used = 0;  // for eviction
-  };
-
-  void flush_locked(hal::transfers::Cause cause) noexcept;
-  bool write_back(Copy& c) noexcept;
-  // Keeps a copy of `o` (o.buf) when its host range can be guarded; the new copy, or nullptr.
-  Copy* adopt(const Operand& o, size_t es) noexcept;
-  void drop_locked(uintptr_t b, uintptr_t e, bool discard) noexcept;
-  void release(Copy& c) noexcept;
-  // Sets the protection of a block from the copies in it.
-  void update_block(uintptr_t b, uintptr_t e) noexcept;
-  void evict_beyond_budget() noexcept;
-  Copy* find(const Operand& o) noexcept;
-
   Device& dev_;
-  std::mutex& mu_;
-  const pid_t pid_;
-  std::vector<Copy> copies_;
-  size_t pending_ = 0;        // nodes enqueued since the last wait
-  size_t dirty_bytes_ = 0;
-  size_t held_bytes_ = 0;     // device bytes of every copy
-  uint64_t clock_ = 0;
-  size_t max_nodes_, max_bytes_, budget_;
+};
+
+namespace detail {
+// Constructed before the core that uses it (a base listed first).
+struct ClResidentBase {
+  explicit ClResidentBase(Device& dev) noexcept : cl_device(dev) {}
+  ClResidentDevice cl_device;
+};
+}  // namespace detail
+
+class Resident final : private detail::ClResidentBase, public backends::Resident<Operand> {
+ public:
+  Resident(opencl::Device& dev, std::mutex& mu, const config::Config& cfg)
+      : detail::ClResidentBase(dev), backends::Resident<Operand>(cl_device, mu, cfg) {}
 };
 
 }  // namespace sol::backends::opencl
