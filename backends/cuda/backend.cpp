@@ -18,7 +18,9 @@
 #if SOL_CUDA_CUDNN
 #include "backends/cuda/dnn.hpp"
 #endif
+#include "backends/cuda/resident.hpp"
 #include "capture/blas/blas.hpp"
+#include "capture/lazy/coherence.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
 #include "hal/transfers.hpp"
@@ -34,6 +36,17 @@ using hal::Reason;
 std::atomic<bool> g_exiting{false};
 void at_exit() {
   g_exiting.store(true, std::memory_order_release);
+}
+bool exiting() noexcept {
+  return g_exiting.load(std::memory_order_acquire);
+}
+
+// SOL_TEST_CUDA_LAZY=1 runs the backend lazily (device copies kept between nodes, resident.hpp).
+// Not a configuration key: the GPU checks (scripts/gpu/cuda_backend.sh, lapack_bench.sh) set it
+// until lazy cuda is on by default.
+bool test_forces_lazy() noexcept {
+  const char* v = std::getenv("SOL_TEST_CUDA_LAZY");
+  return v && std::strcmp(v, "1") == 0;
 }
 
 // hal::DeviceMemory over cudaMalloc'd memory: the pointers are device pointers. Copies run on the
@@ -103,6 +116,10 @@ class CudaBackend final : public hal::Backend {
   const char* name() const noexcept override { return "cuda"; }
   bool device_backend() const noexcept override { return true; }
   Hint accelerator_hint(const config::Config&) const noexcept override { return gpu_inventory(); }
+  // Switched on (true) once the GPU checks of the lazy path (scripts/gpu/cuda_backend.sh's lazy
+  // section, lapack_bench.sh's "sol-cuda lazy" row) have passed on a GPU; until then only with
+  // SOL_TEST_CUDA_LAZY=1.
+  bool runs_lazily() const noexcept override { return test_forces_lazy(); }
 
   bool init(const config::Config& cfg, std::string& why) noexcept override {
     try {
@@ -117,6 +134,19 @@ class CudaBackend final : public hal::Backend {
 #endif
       min_flops_ = static_cast<double>(cfg.cuda_min_flops);
       pid_ = ::getpid();
+      if (capture::lazy::enabled()) {
+        auto resident = std::make_unique<Resident>(*device_, mutex_, cfg, exiting);
+        if (std::string no; !resident->device().open(no)) {
+          log::write(log::Level::warn, "cuda: nodes run eagerly: %s", no.c_str());
+        } else {
+          resident_ = std::move(resident);
+          device_->set_resident(resident_.get());
+          capture::lazy::attach(resident_.get());
+          // Registered after the device's exit handler, so it runs first: pending results are
+          // written back while the device still works.
+          std::atexit([] { capture::lazy::at_exit(); });
+        }
+      }
       return true;
     } catch (const std::bad_alloc&) {
       why = "out of memory while initialising";
@@ -129,6 +159,7 @@ class CudaBackend final : public hal::Backend {
   ~CudaBackend() override {
     // After exit() began the runtime may be gone: the device's objects go with the process.
     if (g_exiting.load(std::memory_order_acquire) || ::getpid() != pid_) {
+      resident_.release();
 #if SOL_CUDA_CUDNN
       dnn_.release();
 #endif
@@ -189,17 +220,23 @@ class CudaBackend final : public hal::Backend {
       return Reason::forked;
     }
     if (g_exiting.load(std::memory_order_acquire)) return Reason::exiting;
-    std::lock_guard<std::mutex> lock(mutex_);
+    ResidentLock lock(mutex_);
     if (cudaError_t err = device_->make_current(); err != cudaSuccess) {
       SOL_LOG(debug, "cuda: cudaSetDevice failed: %s", error_text(device_->rt(), err).c_str());
       return Reason::device_error;
     }
+    const bool lazy = resident_ && resident_->active();
+    if (lazy) hal::transfers::note_eager(nullptr);  // set again if this node cannot wait
     Reason r;
     try {
 #if SOL_CUDA_CUDNN
-      if (std::strcmp(capture::op_family(node.op), "dnn") == 0)
+      if (std::strcmp(capture::op_family(node.op), "dnn") == 0) {
+        // cuDNN nodes run eagerly on the host's memory: every result comes back and every copy
+        // goes first, so that they read current data and their writes meet open pages.
+        if (lazy) resident_->settle();
         r = dnn_->run(node);
-      else
+        if (r == Reason::ok && lazy) hal::transfers::flushed(hal::transfers::Cause::eager);
+      } else
 #endif
         r = blas_run(*device_, node);
     } catch (const std::bad_alloc&) {
@@ -207,9 +244,9 @@ class CudaBackend final : public hal::Backend {
     } catch (...) {
       r = Reason::internal_error;
     }
-    // cuda runs every node eagerly (never lazily, see capture/exec/lazy.hpp): each node is a flush
-    // of its own, which the executor leaves to the device backend to count.
-    if (r == Reason::ok) hal::transfers::flushed(hal::transfers::Cause::eager);
+    // Eagerly, each node is a flush of its own, which the executor leaves to the device backend
+    // to count; lazily, the Job says whether it waited.
+    if (r == Reason::ok && !lazy) hal::transfers::flushed(hal::transfers::Cause::eager);
     device_->release_larger_than(kKeepBytes);
     return r;
   }
@@ -267,6 +304,7 @@ class CudaBackend final : public hal::Backend {
 
   std::unique_ptr<Device> device_;
   std::unique_ptr<CudaMemory> memory_;
+  std::unique_ptr<Resident> resident_;  // lazily: the device copies kept between nodes (destroyed before device_)
 #if SOL_CUDA_CUDNN
   std::unique_ptr<Dnn> dnn_;  // destroyed before device_
 #endif

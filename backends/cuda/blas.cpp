@@ -429,8 +429,10 @@ Reason run_level1(Device& dev, Node& node) {
   }
   if (Reason r = job.check(st, capture::op_name(node.op)); r != Reason::ok) return r;
   // Host pointer mode: cuBLAS returned the result only once it was computed; download() still
-  // waits for the stream, and stores written vectors.
-  if (Reason r = job.download(); r != Reason::ok) return r;
+  // waits for the stream, and stores written vectors (lazily: a scalar result is a wait).
+  const bool scalar = node.op == Op::asum || node.op == Op::nrm2 || node.op == Op::iamax || node.op == Op::dot ||
+                      node.op == Op::dotu || node.op == Op::dotc;
+  if (Reason r = job.download(scalar); r != Reason::ok) return r;
   switch (node.op) {
     case Op::asum:
     case Op::nrm2: node.ret.set(real_result); break;

@@ -109,6 +109,11 @@ void* Device::staging(int slot, size_t bytes, cudaError_t& err) noexcept {
 }
 
 void Device::release_larger_than(size_t bytes) noexcept {
+  bool any = false;
+  for (const Block& b : device_) any |= b.ptr && b.bytes > bytes;
+  for (const Block& b : host_) any |= b.ptr && b.bytes > bytes;
+  // Lazily, the stream runs deferred nodes: no wait unless something goes.
+  if (!any) return;
   // The stream may still use a buffer a failed call left commands on.
   if (stream_) libs_.rt.cudaStreamSynchronize(stream_);
   for (Block& b : device_)

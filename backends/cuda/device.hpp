@@ -10,6 +10,8 @@
 
 namespace sol::backends::cuda {
 
+class Resident;
+
 class Device {
  public:
   Device() = default;
@@ -47,8 +49,12 @@ class Device {
   // Pinned host staging `slot` of at least `bytes`, reused; nullptr when it cannot be allocated.
   void* staging(int slot, size_t bytes, cudaError_t& err) noexcept;
   // Frees buffers and staging larger than `bytes` (after a large call, so that its memory does
-  // not stay held by an idle backend).
+  // not stay held by an idle backend). Waits for the stream only when there is one to free.
   void release_larger_than(size_t bytes) noexcept;
+
+  // The lazy executor's device copies (resident.hpp), or nullptr when nodes run eagerly.
+  Resident* resident() const noexcept { return resident_; }
+  void set_resident(Resident* r) noexcept { resident_ = r; }
 
  private:
   struct Block {
@@ -62,6 +68,7 @@ class Device {
   size_t total_memory_ = 0;
   std::string description_, identity_;
   Block device_[kSlots], host_[kSlots];
+  Resident* resident_ = nullptr;
 };
 
 }  // namespace sol::backends::cuda

@@ -1,8 +1,11 @@
 #include "backends/cuda/transfer.hpp"
 
+#include "backends/cuda/resident.hpp"
+
 #include <algorithm>
 #include <cstring>
 
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "hal/transfers.hpp"
 
@@ -157,13 +160,59 @@ Reason reason_of(cublasStatus_t st) noexcept {
   }
 }
 
+bool same_copy(const Operand& a, const Operand& b) noexcept {
+  return a.ext.ptr == b.ext.ptr && a.ext.bytes == b.ext.bytes && a.shape == b.shape && a.rows == b.rows &&
+         a.cols == b.cols && a.ld == b.ld && a.kl == b.kl && a.ku == b.ku && a.n == b.n && a.inc == b.inc &&
+         a.upper == b.upper && a.herm == b.herm && a.unit == b.unit && a.dld == b.dld &&
+         a.device_bytes == b.device_bytes;
+}
+
+const void* device_image(const Operand& o, std::vector<unsigned char>& stage, size_t es) {
+  const auto* host = static_cast<const unsigned char*>(o.ext.ptr);
+  const bool packs = o.shape == Shape::general && o.ld != o.dld;
+  const bool gathers = o.shape == Shape::vector && o.inc != 1;
+  const bool sanitises = o.shape == Shape::triangle || o.shape == Shape::band || o.herm || o.unit;
+  if (!packs && !gathers && !sanitises) return host;
+  stage.assign(o.device_bytes, 0);
+  unsigned char* d = stage.data();
+  if (gathers)
+    gather(d, host, o.n, o.inc, es);
+  else if (o.shape == Shape::packed)
+    std::memcpy(d, host, o.device_bytes);
+  else
+    copy_columns(o, d, host, true, es);
+  if (sanitises) clear_diagonal(o, d, es);
+  return d;
+}
+
+void store_into(const Operand& o, unsigned char* host, unsigned char* staged, size_t es) noexcept {
+  if (o.herm) {  // the reference writes a Hermitian diagonal as real
+    const int64_t n = o.shape == Shape::packed ? o.n : o.cols;
+    for (int64_t j = 0; j < n; ++j)
+      std::memset(staged + static_cast<size_t>(diagonal_at(o, j)) * es + es / 2, 0, es / 2);
+  }
+  switch (o.shape) {
+    case Shape::vector: scatter(host, staged, o.n, o.inc, es); break;
+    case Shape::packed: std::memcpy(host, staged, o.device_bytes); break;
+    default: copy_columns(o, host, staged, false, es);
+  }
+}
+
 Job::Job(Device& dev, const Node& node)
-    : dev_(dev), rt_(dev.rt()), stream_(dev.stream()), es_(capture::dtype_size(node.dtype)) {
+    : dev_(dev), res_(dev.resident()), rt_(dev.rt()), stream_(dev.stream()), es_(capture::dtype_size(node.dtype)) {
   count_ = describe(node, ops_);
+  if (res_ && !res_->active()) res_ = nullptr;
 }
 
 Job::~Job() {
-  rt_.cudaStreamSynchronize(stream_);
+  if (!res_) {
+    rt_.cudaStreamSynchronize(stream_);
+    return;
+  }
+  // Our references to the operands' buffers; a buffer freed now is freed in stream order, after
+  // the commands queued on it.
+  for (int i = 0; i < count_; ++i)
+    if (ops_[i].buf) res_->device().release(ops_[i].buf);
 }
 
 const Operand* Job::find(char name) const noexcept {
@@ -174,7 +223,7 @@ const Operand* Job::find(char name) const noexcept {
 
 void* Job::ptr(char name) const noexcept {
   const Operand* o = find(name);
-  return o ? o->dev : nullptr;
+  return o ? o->buf : nullptr;
 }
 
 int Job::ld(char name) const noexcept {
@@ -190,7 +239,7 @@ cudaError_t Job::write(int slot, Operand& o) {
   const void* src = host;
   if (o.shape == Shape::general && o.ld != o.dld) {
     const size_t width = static_cast<size_t>(o.rows) * es_;
-    const cudaError_t err = rt_.cudaMemcpy2DAsync(o.dev, static_cast<size_t>(o.dld) * es_, host,
+    const cudaError_t err = rt_.cudaMemcpy2DAsync(o.buf, static_cast<size_t>(o.dld) * es_, host,
                                                   static_cast<size_t>(o.ld) * es_, width,
                                                   static_cast<size_t>(o.cols), cudaMemcpyHostToDevice, stream_);
     if (err == cudaSuccess) hal::transfers::to_device(width * static_cast<size_t>(o.cols));
@@ -213,7 +262,7 @@ cudaError_t Job::write(int slot, Operand& o) {
     if (sanitised) clear_diagonal(o, stage, es_);
     src = stage;
   }
-  const cudaError_t err = rt_.cudaMemcpyAsync(o.dev, src, o.device_bytes, cudaMemcpyHostToDevice, stream_);
+  const cudaError_t err = rt_.cudaMemcpyAsync(o.buf, src, o.device_bytes, cudaMemcpyHostToDevice, stream_);
   if (err == cudaSuccess) hal::transfers::to_device(o.device_bytes);
   return err;
 }
@@ -221,12 +270,16 @@ cudaError_t Job::write(int slot, Operand& o) {
 Reason Job::upload() {
   for (int i = 0; i < count_; ++i) {
     Operand& o = ops_[i];
+    if (res_) {  // rotm's param, read on the host, must be current there too
+      if (Reason r = res_->bind(o, es_); r != Reason::ok) return r;
+      continue;
+    }
     if (o.shape == Shape::host || o.device_bytes == 0) continue;
     cudaError_t err = cudaSuccess;
-    o.dev = dev_.buffer(i, o.device_bytes, err);
-    if (!o.dev) return fail(err, "cudaMalloc");
+    o.buf = dev_.buffer(i, o.device_bytes, err);
+    if (!o.buf) return fail(err, "cudaMalloc");
     // C or y with beta == 0 (or copy's y) are not read: zeros, so no NaN of the caller's survives.
-    err = o.ext.read ? write(i, o) : rt_.cudaMemsetAsync(o.dev, 0, o.device_bytes, stream_);
+    err = o.ext.read ? write(i, o) : rt_.cudaMemsetAsync(o.buf, 0, o.device_bytes, stream_);
     if (err != cudaSuccess) return fail(err, o.ext.read ? "upload" : "cudaMemsetAsync");
   }
   return Reason::ok;
@@ -238,15 +291,28 @@ Reason Job::check(cublasStatus_t st, const char* what) {
   return reason_of(st);
 }
 
-Reason Job::download() {
+Reason Job::download(bool result) {
+  bool waits = result;
+  if (res_) {
+    for (int i = 0; i < count_; ++i)
+      if (ops_[i].ext.written && ops_[i].shape != Shape::host && ops_[i].device_bytes > 0)
+        waits |= !(ops_[i].kept = res_->keep(ops_[i]));
+    if (!waits) {
+      res_->deferred();
+      return Reason::ok;
+    }
+  }
+  const uint64_t t0 = res_ ? monotonic_ns() : 0;
+  uint64_t back = 0;
   unsigned char* staged[kMaxJobOperands] = {};
   for (int i = 0; i < count_; ++i) {
     Operand& o = ops_[i];
-    if (!o.ext.written || o.shape == Shape::host || o.device_bytes == 0) continue;
+    if (!o.ext.written || o.shape == Shape::host || o.device_bytes == 0 || o.kept) continue;
+    back += o.device_bytes;
     cudaError_t err = cudaSuccess;
     staged[i] = static_cast<unsigned char*>(dev_.staging(kStageDown + i, o.device_bytes, err));
     if (!staged[i]) return fail(err, "cudaMallocHost");
-    err = rt_.cudaMemcpyAsync(staged[i], o.dev, o.device_bytes, cudaMemcpyDeviceToHost, stream_);
+    err = rt_.cudaMemcpyAsync(staged[i], o.buf, o.device_bytes, cudaMemcpyDeviceToHost, stream_);
     if (err != cudaSuccess) return fail(err, "cudaMemcpyAsync");
     hal::transfers::to_host(o.device_bytes);
   }
@@ -254,27 +320,14 @@ Reason Job::download() {
   if (cudaError_t err = rt_.cudaStreamSynchronize(stream_); err != cudaSuccess)
     return fail(err, "cudaStreamSynchronize");
   for (int i = 0; i < count_; ++i)
-    if (staged[i]) store(ops_[i], staged[i]);
+    if (staged[i]) store_into(ops_[i], static_cast<unsigned char*>(ops_[i].ext.ptr), staged[i], es_);
+  if (res_) res_->waited(result ? hal::transfers::Cause::sync : hal::transfers::Cause::eager, t0, back);
   return Reason::ok;
 }
 
 Reason Job::fail(cudaError_t err, const char* what) {
   SOL_LOG(debug, "cuda: %s failed: %s", what, error_text(rt_, err).c_str());
   return reason_of(err);
-}
-
-void Job::store(Operand& o, unsigned char* staged) {
-  auto* host = static_cast<unsigned char*>(o.ext.ptr);
-  if (o.herm) {  // the reference writes a Hermitian diagonal as real
-    const int64_t n = o.shape == Shape::packed ? o.n : o.cols;
-    for (int64_t j = 0; j < n; ++j)
-      std::memset(staged + static_cast<size_t>(diagonal_at(o, j)) * es_ + es_ / 2, 0, es_ / 2);
-  }
-  switch (o.shape) {
-    case Shape::vector: scatter(host, staged, o.n, o.inc, es_); break;
-    case Shape::packed: std::memcpy(host, staged, o.device_bytes); break;
-    default: copy_columns(o, host, staged, false, es_);
-  }
 }
 
 }  // namespace sol::backends::cuda

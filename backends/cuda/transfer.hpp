@@ -16,10 +16,16 @@
 //         therefore leaves the caller's memory untouched.
 //
 // Everything runs on the device's own stream; the only wait is on that stream.
+//
+// Lazily (the device has an active Resident, resident.hpp), operands come from and results stay
+// in the device copies the Resident keeps, as opencl's Job does: upload() copies only what the
+// device does not have (the host data is consumed before it returns), download() fetches only
+// what cannot stay, and the destructor does not wait: the node is pending until a flush.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "backends/cuda/device.hpp"
 #include "capture/blas/blas.hpp"
@@ -76,11 +82,26 @@ struct Operand {
   bool unit = false;  // unit triangular: the diagonal is not read
   int64_t dld = 0;    // leading dimension on the device (rows, or kl + ku + 1 for a band)
   size_t device_bytes = 0;
-  void* dev = nullptr;
+  void* buf = nullptr;  // the device buffer
+  bool kept = false;    // lazy: the result stays on the device (Resident), not downloaded
 };
 
 // The operands of a valid column-major BLAS node with their device layout. Returns how many.
 int describe(const capture::Node& node, Operand out[kMaxJobOperands]);
+
+// Whether two operands are the same host data in the same device layout (a device copy made for
+// one serves the other).
+bool same_copy(const Operand& a, const Operand& b) noexcept;
+
+// The operand's data in its device layout (gathered, packed, sanitised as upload does): the
+// caller's memory itself where the layouts agree, else `stage`, filled.
+const void* device_image(const Operand& o, std::vector<unsigned char>& stage, size_t es);
+
+// Stores the elements the routine writes from `staged` (device layout) into `host`, laid out as
+// the caller's memory at o.ext.ptr (host may be a copy of it).
+void store_into(const Operand& o, unsigned char* host, unsigned char* staged, size_t es) noexcept;
+
+class Resident;
 
 // One node's trip through the device: upload, commands (the caller's cuBLAS calls on
 // device.stream()), download. Methods returning a Reason log the CUDA error at debug level.
@@ -105,18 +126,19 @@ class Job {
   hal::Reason check(cublasStatus_t st, const char* what);
 
   // Reads every written operand into staging, waits for the stream, and only then stores the
-  // written elements into the caller's memory.
-  hal::Reason download();
+  // written elements into the caller's memory. `result`: the node returns a scalar the host
+  // needs now (a dot product), so it waits lazily too.
+  hal::Reason download(bool result = false);
 
   hal::Reason fail(cudaError_t err, const char* what);
 
  private:
   const Operand* find(char name) const noexcept;
   cudaError_t write(int slot, Operand& o);
-  void store(Operand& o, unsigned char* staged);
 
   static constexpr int kStageDown = 4;
   Device& dev_;
+  Resident* res_;
   const CudartApi& rt_;
   cudaStream_t stream_;
   size_t es_;

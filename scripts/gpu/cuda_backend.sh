@@ -4,8 +4,11 @@
 # back) with its transfers counted, the 24 reference BLAS test programs pass on SOL_BACKEND=cuda
 # exactly as they pass without libsol, a small oneDNN CNN (tests/programs/dnnl_cnn.c, forward and
 # backward) gives native oneDNN's results with its primitives on cuDNN, and the DNN conformance
-# suite's cuda cases pass. Prints one PASS/FAIL/SKIP line per check and a summary; exits 1 when a
-# check failed, 0 otherwise (no GPU: SKIP, 0).
+# suite's cuda cases pass. Then the lazy path (SOL_TEST_CUDA_LAZY=1: device copies kept between
+# nodes, results written back when the host needs them): the GEMM chain gives the eager run's sums
+# with fewer flushes than nodes, and the 24 BLAS test programs pass as without libsol. Prints one
+# PASS/FAIL/SKIP line per check and a summary; exits 1 when a check failed, 0 otherwise (no GPU:
+# SKIP, 0).
 #
 # Run from the repository root:
 #   SOL_BUILD=<dir with libsol.so, sol, tests/programs/> OUT=<log dir> scripts/gpu/cuda_backend.sh
@@ -121,7 +124,7 @@ input_of() {  # the stdin file and the summary file a program writes
     x?cblat?) echo "${1:1:1}in${1: -1} -" ;;
   esac
 }
-run_program() {  # run_program NAME MODE(plain|sol)
+run_program() {  # run_program NAME MODE(plain|sol|lazy)
   local name=$1 mode=$2 dir="$out/blas/$1/$2"
   read -r input summary <<< "$(input_of "$name")"
   mkdir -p "$dir"
@@ -131,6 +134,9 @@ run_program() {  # run_program NAME MODE(plain|sol)
     exec < "${input/#-//dev/null}"
     if [ "$mode" = sol ]; then
       SOL_BACKEND=cuda SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 90 "$carry/blas/$name" > stdout.txt 2> stderr.txt
+    elif [ "$mode" = lazy ]; then
+      SOL_TEST_CUDA_LAZY=1 SOL_BACKEND=cuda SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 90 "$carry/blas/$name" \
+        > stdout.txt 2> stderr.txt
     else
       timeout 90 "$carry/blas/$name" > stdout.txt 2> stderr.txt
     fi
@@ -214,4 +220,51 @@ if [ -x "$conformance" ] && [ -e "$carry_dir/dnnl/libdnnl.so.2" ]; then
 else
   report SKIP "DNN conformance on cuda: $conformance or gpu-carry/dnnl missing"
 fi
+
+# 6. Lazily (SOL_TEST_CUDA_LAZY=1, until lazy cuda is on by default: backend.cpp's runs_lazily).
+# The GEMM chain: the eager run's sums (step 2), nodes on the device, fewer flushes than nodes
+# (the chain's products stay on the device between calls).
+lazy_gemms() {  # lazy_gemms NAME ARGS...: against step 2's eager run of NAME
+  local name=$1
+  shift
+  SOL_TEST_CUDA_LAZY=1 SOL_BACKEND=cuda SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 60 \
+    "$build/tests/programs/device_gemms" "$@" > "$out/$name.lazy.txt" 2> "$out/$name.lazy.log"
+  local eager lazy transfers nodes flushes
+  eager=$(sort "$out/$name.cuda.txt" | awk '/sum/ { print $3 }' | tr '\n' ' ')
+  lazy=$(sort "$out/$name.lazy.txt" | awk '/sum/ { print $3 }' | tr '\n' ' ')
+  transfers=$(grep -m1 'sol: transfers:' "$out/$name.lazy.log")
+  nodes=$(echo "$transfers" | sed -n 's/.*transfers: \([0-9]*\) nodes.*/\1/p')
+  flushes=$(echo "$transfers" | sed -n 's/.* \([0-9]*\) flushes.*/\1/p')
+  if [ -z "$lazy" ] || [ "$lazy" != "$eager" ]; then
+    report FAIL "$name lazily: sums [$lazy] vs eager [$eager] (see $name.lazy.log)"
+  elif [ -z "$nodes" ] || [ "$nodes" -eq 0 ] || [ -z "$flushes" ] || [ "$flushes" -ge "$nodes" ]; then
+    report FAIL "$name lazily: not deferred (${transfers:-no transfers line}; see $name.lazy.log)"
+  else
+    report PASS "$name lazily: sums [$lazy] = eager's; $transfers"
+  fi
+}
+lazy_gemms gemm_chain 1024 768 512 6
+# The reference BLAS test programs, lazily: their PASSED lines as without libsol (step 3's runs).
+for name in $programs; do
+  run_program "$name" lazy &
+  while [ "$(jobs -rp | wc -l)" -ge 4 ]; do wait -n; done
+done
+wait
+for name in $programs; do
+  dir="$out/blas/$name"
+  rc=$(cat "$dir/lazy/rc.txt" 2>/dev/null || echo missing)
+  bad=$(grep -Eic 'FAIL|FATAL|SUSPECT|\*\*\*\*|NOT PASS|ILLEGAL' "$dir/lazy/all.txt")
+  transfers=$(grep -m1 'sol: transfers:' "$dir/lazy/stderr.txt")
+  if [ "$rc" != 0 ]; then
+    report FAIL "$name lazily on cuda: exit status $rc (see blas/$name/lazy/stderr.txt)"
+  elif [ "$bad" != 0 ]; then
+    report FAIL "$name lazily on cuda: $bad failure lines (see blas/$name/lazy/all.txt)"
+  elif [ ! -s "$dir/lazy/passed.txt" ] || ! cmp -s "$dir/plain/passed.txt" "$dir/lazy/passed.txt"; then
+    report FAIL "$name lazily on cuda: PASSED lines differ from the run without libsol ($(wc -l < "$dir/lazy/passed.txt") vs $(wc -l < "$dir/plain/passed.txt"))"
+  elif ! echo "$transfers" | grep -Eq 'transfers: [1-9][0-9]* nodes'; then
+    report FAIL "$name lazily on cuda: no node ran on the device (${transfers:-no transfers line})"
+  else
+    report PASS "$name lazily on cuda: $(wc -l < "$dir/lazy/passed.txt") PASSED lines as without libsol; $transfers"
+  fi
+done
 finish
