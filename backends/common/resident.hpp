@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "capture/lazy/coherence.hpp"
+#include "common/macros.hpp"
 #include "hal/backend.hpp"
 #include "hal/transfers.hpp"
 
@@ -51,7 +52,9 @@ namespace sol::backends {
 
 // The thread holding a lazy backend's lock: a fault it takes on a guarded page (which the rules
 // above exclude) must not wait for that lock; the fault handler then lifts the page.
-inline thread_local bool t_resident_holding = false;
+// Initial-exec TLS: read by the SIGSEGV handler's path, where a first access through
+// __tls_get_addr could allocate.
+inline constinit SOL_TLS bool t_resident_holding = false;
 
 // The backend's lock, taken for a node: marks this thread as holding it.
 class ResidentLock {
