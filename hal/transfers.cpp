@@ -49,6 +49,38 @@ std::atomic<FlushListener> g_flush_listener{nullptr};
 constinit SOL_TLS const char* t_eager_note = nullptr;
 }  // namespace
 
+namespace {
+std::atomic<NodeListener> g_node_listener{nullptr};
+std::atomic<uint64_t> g_lazy_nodes{0};
+constinit SOL_TLS uint64_t t_lazy_node = 0;
+}  // namespace
+
+void set_node_listener(NodeListener listener) noexcept {
+  g_node_listener.store(listener, std::memory_order_release);
+}
+
+bool node_listener_set() noexcept {
+  return g_node_listener.load(std::memory_order_relaxed) != nullptr;
+}
+
+uint64_t next_lazy_node() noexcept {
+  return g_lazy_nodes.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+void note_lazy_node(uint64_t node) noexcept {
+  t_lazy_node = node;
+}
+
+uint64_t take_lazy_node() noexcept {
+  const uint64_t node = t_lazy_node;
+  t_lazy_node = 0;
+  return node;
+}
+
+void node_done(uint64_t node, uint64_t done_ns) noexcept {
+  if (NodeListener l = g_node_listener.load(std::memory_order_acquire)) l(node, done_ns);
+}
+
 void note_eager(const char* why) noexcept {
   t_eager_note = why;
 }

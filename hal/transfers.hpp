@@ -40,6 +40,19 @@ using FlushListener = void (*)(Cause cause, uint64_t start_ns, uint64_t end_ns, 
 void set_flush_listener(FlushListener listener) noexcept;
 void flush_span(Cause cause, uint64_t start_ns, uint64_t end_ns, uint64_t nodes, uint64_t bytes_back) noexcept;
 
+// When each deferred node ran, for the trace (while a listener is set: the trace recorder). A lazy
+// backend numbers a node it defers (next_lazy_node), notes the number for the call's trace event
+// (note_lazy_node; the trace takes it when the call ends: "lazy_node": N) and asks its device to
+// report when its queue has passed the node; then node_done(N, monotonic ns) is called, from
+// whichever thread the device's runtime calls back on.
+using NodeListener = void (*)(uint64_t node, uint64_t done_ns) noexcept;
+void set_node_listener(NodeListener listener) noexcept;
+bool node_listener_set() noexcept;
+uint64_t next_lazy_node() noexcept;
+void note_lazy_node(uint64_t node) noexcept;
+uint64_t take_lazy_node() noexcept;  // 0: none
+void node_done(uint64_t node, uint64_t done_ns) noexcept;
+
 // Why the node this thread is running could not wait lazily for the host (its result had to come
 // back at once: "too small to guard", "not in a block SOL serves"...), for the trace of the call
 // ("lazy": "eager: <why>"). A static string; the trace takes (and clears) it when the call ends.

@@ -104,6 +104,9 @@ class ResidentDevice {
   virtual const char* finish() noexcept = 0;
   // The device's memory, or 0 when unknown.
   virtual size_t memory_bytes() const noexcept = 0;
+  // Calls hal::transfers::node_done(node, now) when the device's queue has passed every command
+  // enqueued so far (any thread). false: the device cannot tell (the trace then shows no time).
+  virtual bool mark(uint64_t /*node*/) noexcept { return false; }
   // Stores the elements the routine writes from `staged` (device layout) into `host`, laid out
   // as the caller's memory at o.ext.ptr (host may be a copy of it).
   virtual void store(const Operand& o, unsigned char* host, unsigned char* staged, size_t es) const noexcept = 0;

@@ -196,6 +196,11 @@ bool Resident<Operand>::keep(Operand& o) {
 template <class Operand>
 void Resident<Operand>::deferred() {
   ++pending_;
+  // While tracing: the node's number on its call, and the time its work is done on the device.
+  if (hal::transfers::node_listener_set()) {
+    const uint64_t node = hal::transfers::next_lazy_node();
+    if (dev_.mark(node)) hal::transfers::note_lazy_node(node);
+  }
   if (pending_ >= max_nodes_ || dirty_bytes_ > max_bytes_) flush_locked(hal::transfers::Cause::limit);
 }
 

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "backends/common/resident_impl.hpp"
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "hal/transfers.hpp"
 
@@ -53,6 +54,26 @@ bool ClResidentDevice::read(const Operand& o, void* host) noexcept {
 const char* ClResidentDevice::finish() noexcept {
   const cl_int err = dev_.cl().clFinish(dev_.queue());
   return err == CL_SUCCESS ? nullptr : status_name(err);
+}
+
+namespace {
+// The runtime's thread, when the marker completes (or fails: the time is then when it gave up).
+void CL_CALLBACK node_marker_done(cl_event, cl_int, void* node) {
+  hal::transfers::node_done(reinterpret_cast<uintptr_t>(node), monotonic_ns());
+}
+}  // namespace
+
+// A marker after the node's commands (an in-order queue: it completes when they have), with a
+// callback at completion. The event is released at once: the callback still comes.
+bool ClResidentDevice::mark(uint64_t node) noexcept {
+  const ClApi& cl = dev_.cl();
+  if (!cl.clEnqueueMarkerWithWaitList || !cl.clSetEventCallback) return false;
+  cl_event ev = nullptr;
+  if (cl.clEnqueueMarkerWithWaitList(dev_.queue(), 0, nullptr, &ev) != CL_SUCCESS || !ev) return false;
+  const bool ok = cl.clSetEventCallback(ev, CL_COMPLETE, node_marker_done,
+                                        reinterpret_cast<void*>(static_cast<uintptr_t>(node))) == CL_SUCCESS;
+  cl.clReleaseEvent(ev);
+  return ok;
 }
 
 size_t ClResidentDevice::memory_bytes() const noexcept {

@@ -30,6 +30,7 @@ class ClResidentDevice final : public ResidentDevice<Operand> {
   void retain(cl_mem b) noexcept override { dev_.cl().clRetainMemObject(b); }
   void release(cl_mem b) noexcept override { dev_.cl().clReleaseMemObject(b); }
   bool read(const Operand& o, void* host) noexcept override;
+  bool mark(uint64_t node) noexcept override;
   const char* finish() noexcept override;
   size_t memory_bytes() const noexcept override;
   void store(const Operand& o, unsigned char* host, unsigned char* staged, size_t es) const noexcept override {

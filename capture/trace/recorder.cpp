@@ -518,6 +518,7 @@ bool active() noexcept {
 
 void add_flush(hal::transfers::Cause cause, uint64_t start_ns, uint64_t end_ns, uint64_t nodes,
                uint64_t bytes_back) noexcept;
+void add_node_done(uint64_t node, uint64_t done_ns) noexcept;
 
 bool start(const config::Config& cfg) noexcept {
   if (!cfg.trace) return false;
@@ -567,6 +568,7 @@ bool start(const config::Config& cfg) noexcept {
   }
   g_state.store(s, std::memory_order_release);
   hal::transfers::set_flush_listener(add_flush);
+  hal::transfers::set_node_listener(add_node_done);
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   if (!alloc::add(forget_freed))
     log::write(log::Level::warn, "cannot observe freed memory; the dataflow graph may link calls through reused memory");
@@ -696,6 +698,8 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   e.lit(",\"flops\":").num(flops).lit(",\"bytes\":").num(bytes);
   // A node a lazy device backend ran at once, and why (hal/transfers.hpp).
   if (const char* why = hal::transfers::take_eager_note()) e.lit(",\"lazy\":\"eager: ").str(why).lit("\"");
+  // A deferred node: its number, which the "node ran" event on the lazy track carries too.
+  if (const uint64_t lazy_node = hal::transfers::take_lazy_node()) e.lit(",\"lazy_node\":").u64(lazy_node);
   e.lit(",\"site\":").u64(site_).lit(",\"seq\":").u64(seq).lit("},\"pid\":").i64(s->pid);
   e.lit(",\"tid\":")
       .i64(t->tid)
@@ -824,6 +828,35 @@ void add_flush(hal::transfers::Cause cause, uint64_t start_ns, uint64_t end_ns, 
   e.i64(s->pid).lit(",\"tid\":").i64(tid).lit(",\"ts\":").usec(start_ns - s->start_mono_ns);
   e.lit(",\"dur\":").usec(end_ns - start_ns).lit(",\"args\":{\"cause\":\"").str(hal::transfers::cause_name(cause));
   e.lit("\",\"nodes\":").u64(nodes).lit(",\"bytes_back\":").u64(bytes_back).lit(",\"thread\":").i64(t->tid).lit("}}");
+  try {
+    std::lock_guard<SpinLock> lock(t->mu);
+    if (!e.truncated() && e.size()) {
+      if (t->out_used + e.size() > ThreadState::kOut) {
+        s->json.write(t->out, t->out_used);
+        t->out_used = 0;
+      }
+      std::memcpy(t->out + t->out_used, e.data(), e.size());
+      t->out_used += e.size();
+    }
+  } catch (...) {
+  }
+}
+
+// A deferred node's work done on the device (hal/transfers.hpp's node listener): an instant on the
+// "lazy flushes" track, whose "node" matches its call's "lazy_node". From the device runtime's
+// thread: the event goes through the recorder's own buffer for that thread.
+void add_node_done(uint64_t node, uint64_t done_ns) noexcept {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (!s || s->finished.load(std::memory_order_relaxed) || s->pid != ::getpid()) return;
+  if (done_ns < s->start_mono_ns) return;
+  ThreadState* t = thread_state(*s);
+  if (!t) return;
+  const int64_t tid = 0x40000000 + 0xffff;  // add_flush's track
+  char buf[256];
+  Text e(buf, sizeof buf);
+  e.lit("\n,{\"name\":\"node ran\",\"cat\":\"device\",\"ph\":\"i\",\"s\":\"t\",\"pid\":").i64(s->pid);
+  e.lit(",\"tid\":").i64(tid).lit(",\"ts\":").usec(done_ns - s->start_mono_ns);
+  e.lit(",\"args\":{\"node\":").u64(node).lit("}}");
   try {
     std::lock_guard<SpinLock> lock(t->mu);
     if (!e.truncated() && e.size()) {

@@ -194,3 +194,22 @@ def test_limits_flush_and_evict_without_losing_anything(limits, native):
     else:
         assert flushes >= nodes - 1, r.stderr  # a limit reached at every node
     assert up <= eager[2] and nodes == eager[0]
+
+
+def test_the_trace_shows_when_each_deferred_node_ran(tmp_path):
+    """Each deferred call carries its node number; a "node ran" instant with that number marks when
+    the device had done its work: after the call was made, in call order (an in-order queue)."""
+    r = run([str(PROGRAMS / "lazy_torture"), str(N), "chain"],
+            env={"SOL_BACKEND": "opencl", "SOL_TRACE": "1", "SOL_TRACE_DIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    (trace,) = tmp_path.glob("run-*/sol-*.trace.json")
+    events = json.loads(trace.read_text())["traceEvents"]
+    calls = sorted((e for e in events if e.get("name") == "sgemm_"), key=lambda e: e["ts"])
+    ran = {e["args"]["node"]: e["ts"] for e in events if e.get("name") == "node ran"}
+    nodes = [c["args"].get("lazy_node") for c in calls]
+    assert len(calls) == 4 and all(nodes) and nodes == sorted(nodes), calls
+    assert set(ran) == set(nodes), (ran, nodes)
+    for c in calls:
+        assert ran[c["args"]["lazy_node"]] >= c["ts"], (c, ran)
+    times = [ran[n] for n in nodes]
+    assert times == sorted(times), times
