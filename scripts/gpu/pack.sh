@@ -1,0 +1,23 @@
+#!/bin/sh
+# Packs what a GPU machine needs to run scripts/gpu/run_all.sh, from this (Debian) machine's build:
+# .gpu/build/ (libsol.so, sol, tests/programs, the cuda and DNN conformance test binaries, the
+# LAPACK bench; debug info stripped: about 12 MiB) and gpu-carry/ (scripts/gpu/make_carry.sh).
+# Both are ignored by git; a device run carries them (the device tool's `carry`: .gpu gpu-carry).
+# Usage: scripts/gpu/pack.sh [build dir; default build]
+set -eu
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build}
+out=$root/.gpu/build
+rm -rf "$out"
+mkdir -p "$out/tests/unit/cuda" "$out/tests/unit/dnn" "$out/bench"
+cp "$build/libsol.so" "$build/sol" "$out/"
+cp -r "$build/tests/programs" "$out/tests/"
+find "$out/tests/programs" -name CMakeFiles -prune -exec rm -rf {} +
+rm -f "$out/tests/programs/"*.cmake "$out/tests/programs/Makefile"
+for f in "$build"/tests/unit/cuda/test_cuda_*; do [ -x "$f" ] && cp "$f" "$out/tests/unit/cuda/"; done
+[ -x "$build/tests/unit/dnn/test_dnn_conformance" ] && cp "$build/tests/unit/dnn/test_dnn_conformance" "$out/tests/unit/dnn/"
+[ -x "$build/bench/bench_lapack" ] && cp "$build/bench/bench_lapack" "$out/bench/"
+find "$out" -type f -perm -u+x -exec strip --strip-debug {} + 2>/dev/null || true
+"$root/scripts/gpu/make_carry.sh" "$build"
+grep -qx '/.gpu/' "$root/.git/info/exclude" 2>/dev/null || { mkdir -p "$root/.git/info"; echo '/.gpu/' >> "$root/.git/info/exclude"; }
+du -sh "$out" "$root/gpu-carry"
