@@ -619,6 +619,18 @@ Span::Span(const Node& node) noexcept {
   t0_ = monotonic_ns();
 }
 
+// One event into the thread's buffer, which goes to trace.json whole when the next would not fit.
+// The caller holds t.mu. A truncated (oversized) or empty event is dropped.
+void append_locked(State& s, ThreadState& t, const Text& e) noexcept {
+  if (e.truncated() || e.size() == 0) return;
+  if (t.out_used + e.size() > ThreadState::kOut) {
+    s.json.write(t.out, t.out_used);
+    t.out_used = 0;
+  }
+  std::memcpy(t.out + t.out_used, e.data(), e.size());
+  t.out_used += e.size();
+}
+
 void Span::finish(const Node& node, const char* backend) noexcept {
   // Cleared here too: a call nested in this one (a CUDA library calling another through its
   // exported symbols) may have recorded itself since.
@@ -712,14 +724,7 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   // Into the thread's buffer, with the aggregates, under the thread's own (uncontended) lock.
   try {
     std::lock_guard<SpinLock> lock(t->mu);
-    if (!e.truncated()) {
-      if (t->out_used + e.size() > ThreadState::kOut) {
-        s->json.write(t->out, t->out_used);
-        t->out_used = 0;
-      }
-      std::memcpy(t->out + t->out_used, e.data(), e.size());
-      t->out_used += e.size();
-    }
+    append_locked(*s, *t, e);
     if (t->sigs.size() <= sig_id) t->sigs.resize(sig_id + 1);
     SigStats& st = t->sigs[sig_id];
     ++st.calls;
@@ -780,14 +785,7 @@ void add_device_time(const SpanRef& span, uint64_t device_ns, uint64_t start_ns,
   // events back need not be the one that made the call.
   try {
     std::lock_guard<SpinLock> lock(t->mu);
-    if (!e.truncated() && e.size()) {
-      if (t->out_used + e.size() > ThreadState::kOut) {
-        s->json.write(t->out, t->out_used);
-        t->out_used = 0;
-      }
-      std::memcpy(t->out + t->out_used, e.data(), e.size());
-      t->out_used += e.size();
-    }
+    append_locked(*s, *t, e);
     if (t->sigs.size() <= span.sig) t->sigs.resize(span.sig + 1);
     SigStats& st = t->sigs[span.sig];
     ++st.device_calls;
@@ -828,18 +826,8 @@ void add_flush(hal::transfers::Cause cause, uint64_t start_ns, uint64_t end_ns, 
   e.i64(s->pid).lit(",\"tid\":").i64(tid).lit(",\"ts\":").usec(start_ns - s->start_mono_ns);
   e.lit(",\"dur\":").usec(end_ns - start_ns).lit(",\"args\":{\"cause\":\"").str(hal::transfers::cause_name(cause));
   e.lit("\",\"nodes\":").u64(nodes).lit(",\"bytes_back\":").u64(bytes_back).lit(",\"thread\":").i64(t->tid).lit("}}");
-  try {
-    std::lock_guard<SpinLock> lock(t->mu);
-    if (!e.truncated() && e.size()) {
-      if (t->out_used + e.size() > ThreadState::kOut) {
-        s->json.write(t->out, t->out_used);
-        t->out_used = 0;
-      }
-      std::memcpy(t->out + t->out_used, e.data(), e.size());
-      t->out_used += e.size();
-    }
-  } catch (...) {
-  }
+  std::lock_guard<SpinLock> lock(t->mu);
+  append_locked(*s, *t, e);
 }
 
 // A deferred node's work done on the device (hal/transfers.hpp's node listener): an instant on the
@@ -857,18 +845,8 @@ void add_node_done(uint64_t node, uint64_t done_ns) noexcept {
   e.lit("\n,{\"name\":\"node ran\",\"cat\":\"device\",\"ph\":\"i\",\"s\":\"t\",\"pid\":").i64(s->pid);
   e.lit(",\"tid\":").i64(tid).lit(",\"ts\":").usec(done_ns - s->start_mono_ns);
   e.lit(",\"args\":{\"node\":").u64(node).lit("}}");
-  try {
-    std::lock_guard<SpinLock> lock(t->mu);
-    if (!e.truncated() && e.size()) {
-      if (t->out_used + e.size() > ThreadState::kOut) {
-        s->json.write(t->out, t->out_used);
-        t->out_used = 0;
-      }
-      std::memcpy(t->out + t->out_used, e.data(), e.size());
-      t->out_used += e.size();
-    }
-  } catch (...) {
-  }
+  std::lock_guard<SpinLock> lock(t->mu);
+  append_locked(*s, *t, e);
 }
 
 void on_finish(void (*flush)() noexcept) noexcept {
