@@ -2,7 +2,7 @@
 # Packs what a GPU machine needs to run scripts/gpu/run_all.sh, from this (Debian) machine's build:
 # .gpu/build/ (libsol.so, sol, tests/programs, the cuda and DNN conformance test binaries, the
 # LAPACK bench; debug info stripped: about 12 MiB) and gpu-carry/ (scripts/gpu/make_carry.sh).
-# Both are ignored by git; a device run carries them (the device tool's `carry`: .gpu gpu-carry).
+# Both are ignored by git: copy them to the GPU machine beside the checkout.
 # Usage: scripts/gpu/pack.sh [build dir; default build]
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)

@@ -3,7 +3,7 @@
 # scripts/gpu/pack.sh here): the cuBLAS and cuDNN trace checks, the cuda backend (eager and, with
 # SOL_TEST_CUDA_LAZY, lazy), then the LAPACK bench. Each part's logs go to $OUT/<part>.tgz as soon
 # as it ends, so a run cut short still returns what finished. Parts: PARTS="cublas_trace ...".
-# About 6 minutes with the LAPACK bench at n = 8192; a session's device time is 15 minutes.
+# About 6 minutes on an H200 with the LAPACK bench at n = 8192.
 cd "$(dirname "$0")/../.." || exit 1
 : "${OUT:?OUT must name a directory for the logs}"
 L=/tmp/sol-gpu-logs
