@@ -20,18 +20,6 @@ using hal::Reason;
 
 // ------------------------------------------------------------------------- element types
 
-template <class E>
-struct RealType {
-  using type = E;
-};
-template <class R>
-struct RealType<std::complex<R>> {
-  using type = R;
-};
-template <class E>
-using RealOf = typename RealType<E>::type;
-template <class E>
-inline constexpr bool kComplex = !std::is_same_v<E, RealOf<E>>;
 // cuBLAS's element type for E (std::complex<float> and cuComplex have the same layout).
 template <class E>
 using Cu = std::conditional_t<std::is_same_v<E, cfloat>, cuComplex,

@@ -28,40 +28,26 @@
 #include <vector>
 
 #include "backends/cuda/device.hpp"
+#include "backends/common/blas_args.hpp"
 #include "capture/blas/blas.hpp"
 #include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
 
 namespace sol::backends::cuda {
 
-// BLAS character arguments, as the reference reads them (either case).
-inline char upper_case(char c) noexcept {
-  return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
-}
-inline bool notrans(char t) noexcept {
-  return upper_case(t) == 'N';
-}
-inline bool is_upper(char u) noexcept {
-  return upper_case(u) == 'U';
-}
-inline bool is_left(char s) noexcept {
-  return upper_case(s) == 'L';
-}
-inline bool is_unit(char d) noexcept {
-  return upper_case(d) == 'U';
-}
-inline bool is_zero(const capture::Scalar& s) noexcept {
-  return s.re == 0 && s.im == 0;
-}
-inline bool is_one(const capture::Scalar& s) noexcept {
-  return s.re == 1 && s.im == 0;
-}
-
-// The logical i-th element of a vector of n elements at increment inc, as the reference indexes
-// it: a negative increment starts from the far end.
-inline size_t vector_at(int64_t i, int64_t n, int64_t inc) noexcept {
-  return static_cast<size_t>(inc >= 0 ? i * inc : (n - 1 - i) * -inc);
-}
+// BLAS arguments read as the reference reads them (backends/common/blas_args.hpp).
+using backends::gather;
+using backends::is_left;
+using backends::is_one;
+using backends::is_unit;
+using backends::is_upper;
+using backends::is_zero;
+using backends::kComplex;
+using backends::notrans;
+using backends::RealOf;
+using backends::scatter;
+using backends::upper_case;
+using backends::vector_at;
 
 hal::Reason reason_of(cudaError_t err) noexcept;
 hal::Reason reason_of(cublasStatus_t st) noexcept;

@@ -25,18 +25,6 @@ using hal::Reason;
 // ------------------------------------------------------------------------- element types
 
 template <class E>
-struct RealType {
-  using type = E;
-};
-template <class R>
-struct RealType<std::complex<R>> {
-  using type = R;
-};
-template <class E>
-using RealOf = typename RealType<E>::type;
-template <class E>
-inline constexpr bool kComplex = !std::is_same_v<E, RealOf<E>>;
-template <class E>
 inline constexpr bool kSingle = std::is_same_v<RealOf<E>, float>;
 // CLBlast's scalar arguments: the element type, or cl_float2 / cl_double2 for complex.
 template <class E>

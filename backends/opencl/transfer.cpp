@@ -117,28 +117,6 @@ void device_layout(Operand& o, size_t es) noexcept {
   if (o.dld) o.device_bytes = static_cast<size_t>(o.dld * std::max<int64_t>(o.cols, 0)) * es;
 }
 
-template <size_t ES>
-void gather_fixed(unsigned char* dst, const unsigned char* src, int64_t n, int64_t inc) noexcept {
-  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * ES, src + vector_at(i, n, inc) * ES, ES);
-}
-template <size_t ES>
-void scatter_fixed(unsigned char* dst, const unsigned char* src, int64_t n, int64_t inc) noexcept {
-  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + vector_at(i, n, inc) * ES, src + i * ES, ES);
-}
-void gather(unsigned char* dst, const unsigned char* src, int64_t n, int64_t inc, size_t es) noexcept {
-  switch (es) {
-    case 4: return gather_fixed<4>(dst, src, n, inc);
-    case 8: return gather_fixed<8>(dst, src, n, inc);
-    default: return gather_fixed<16>(dst, src, n, inc);
-  }
-}
-void scatter(unsigned char* dst, const unsigned char* src, int64_t n, int64_t inc, size_t es) noexcept {
-  switch (es) {
-    case 4: return scatter_fixed<4>(dst, src, n, inc);
-    case 8: return scatter_fixed<8>(dst, src, n, inc);
-    default: return scatter_fixed<16>(dst, src, n, inc);
-  }
-}
 
 }  // namespace
 

@@ -1,0 +1,87 @@
+// What every device backend reads of a BLAS node's arguments the way the reference does: the
+// character arguments (either case), the special scalars, the reference's vector indexing, the
+// element types' real parts; and the gather/scatter of strided vectors into packed device order.
+// One copy for opencl and cuda (their transfer.hpp bring these names into their namespaces).
+#pragma once
+
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "capture/ir/node.hpp"
+
+namespace sol::backends {
+
+// BLAS character arguments, as the reference reads them (either case).
+inline char upper_case(char c) noexcept {
+  return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+}
+inline bool notrans(char t) noexcept {
+  return upper_case(t) == 'N';
+}
+inline bool is_upper(char u) noexcept {
+  return upper_case(u) == 'U';
+}
+inline bool is_left(char s) noexcept {
+  return upper_case(s) == 'L';
+}
+inline bool is_unit(char d) noexcept {
+  return upper_case(d) == 'U';
+}
+inline bool is_zero(const capture::Scalar& s) noexcept {
+  return s.re == 0 && s.im == 0;
+}
+inline bool is_one(const capture::Scalar& s) noexcept {
+  return s.re == 1 && s.im == 0;
+}
+
+// The logical i-th element of a vector of n elements at increment inc, as the reference indexes
+// it: a negative increment starts from the far end.
+inline size_t vector_at(int64_t i, int64_t n, int64_t inc) noexcept {
+  return static_cast<size_t>(inc >= 0 ? i * inc : (n - 1 - i) * -inc);
+}
+
+// Element types: E's real type, and whether E is complex.
+template <class E>
+struct RealType {
+  using type = E;
+};
+template <class R>
+struct RealType<std::complex<R>> {
+  using type = R;
+};
+template <class E>
+using RealOf = typename RealType<E>::type;
+template <class E>
+inline constexpr bool kComplex = !std::is_same_v<E, RealOf<E>>;
+
+// A strided vector of n elements of `es` bytes (4, 8 or 16) into packed order (gather) and back
+// (scatter), element i at vector_at(i, n, inc).
+namespace detail {
+template <size_t ES>
+void gather_fixed(unsigned char* dst, const unsigned char* src, int64_t n, int64_t inc) noexcept {
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * ES, src + vector_at(i, n, inc) * ES, ES);
+}
+template <size_t ES>
+void scatter_fixed(unsigned char* dst, const unsigned char* src, int64_t n, int64_t inc) noexcept {
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + vector_at(i, n, inc) * ES, src + i * ES, ES);
+}
+}  // namespace detail
+inline void gather(unsigned char* dst, const unsigned char* src, int64_t n, int64_t inc, size_t es) noexcept {
+  switch (es) {
+    case 4: return detail::gather_fixed<4>(dst, src, n, inc);
+    case 8: return detail::gather_fixed<8>(dst, src, n, inc);
+    default: return detail::gather_fixed<16>(dst, src, n, inc);
+  }
+}
+inline void scatter(unsigned char* dst, const unsigned char* src, int64_t n, int64_t inc, size_t es) noexcept {
+  switch (es) {
+    case 4: return detail::scatter_fixed<4>(dst, src, n, inc);
+    case 8: return detail::scatter_fixed<8>(dst, src, n, inc);
+    default: return detail::scatter_fixed<16>(dst, src, n, inc);
+  }
+}
+
+}  // namespace sol::backends
