@@ -631,6 +631,31 @@ void append_locked(State& s, ThreadState& t, const Text& e) noexcept {
   t.out_used += e.size();
 }
 
+// Tracks of the device's side of things: thread ids past any real one (2^30 + track), each named
+// by a thread_name metadata event the first time an event goes there (into `e`, before it).
+// Device streams count up from 0; the lazy executor's flushes and node completions share one.
+constexpr uint32_t kLazyTrack = 0xffff;
+int64_t device_track(State& s, uint32_t track, const char* name, Text& e) noexcept {
+  bool named = true;
+  try {
+    std::lock_guard<std::mutex> lock(s.device_mu);
+    if (s.device_tracks.size() <= track) s.device_tracks.resize(track + 1);
+    named = s.device_tracks[track];
+    s.device_tracks[track] = true;
+  } catch (...) {
+  }
+  const int64_t tid = 0x40000000 + static_cast<int64_t>(track);
+  if (!named)
+    e.lit("\n,{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":")
+        .i64(s.pid)
+        .lit(",\"tid\":")
+        .i64(tid)
+        .lit(",\"args\":{\"name\":")
+        .json(name)
+        .lit("}}");
+  return tid;
+}
+
 void Span::finish(const Node& node, const char* backend) noexcept {
   // Cleared here too: a call nested in this one (a CUDA library calling another through its
   // exported symbols) may have recorded itself since.
@@ -752,28 +777,12 @@ void add_device_time(const SpanRef& span, uint64_t device_ns, uint64_t start_ns,
   if (!span.valid || !s || s->finished.load(std::memory_order_relaxed) || s->pid != ::getpid()) return;
   ThreadState* t = thread_state(*s);
   if (!t) return;
-  bool named = true;
-  try {
-    std::lock_guard<std::mutex> lock(s->device_mu);
-    if (s->device_tracks.size() <= track) s->device_tracks.resize(track + 1);
-    named = s->device_tracks[track];
-    s->device_tracks[track] = true;
-  } catch (...) {
-  }
-  // The device's side of the call on a track of its own (a thread id past any real one, named by
-  // a metadata event the first time), linked to the call by its seq. "cat":"device" tells readers
-  // that it is no call of its own (sol report counts "X" events of the other categories).
-  const int64_t tid = 0x40000000 + static_cast<int64_t>(track);
+  // The device's side of the call on a track of its own, linked to the call by its seq.
+  // "cat":"device" tells readers that it is no call of its own (sol report counts "X" events of
+  // the other categories).
   char buf[768];
   Text e(buf, sizeof buf);
-  if (!named)
-    e.lit("\n,{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":")
-        .i64(s->pid)
-        .lit(",\"tid\":")
-        .i64(tid)
-        .lit(",\"args\":{\"name\":")
-        .json(track_name)
-        .lit("}}");
+  const int64_t tid = device_track(*s, track, track_name, e);
   if (start_ns >= s->start_mono_ns) {  // else: not placed on the timeline (no estimate)
     e.lit("\n,{\"name\":\"").str(symbol_name(span.sym)).lit("\",\"cat\":\"device\",\"ph\":\"X\",\"pid\":");
     e.i64(s->pid).lit(",\"tid\":").i64(tid).lit(",\"ts\":").usec(start_ns - s->start_mono_ns);
@@ -804,24 +813,9 @@ void add_flush(hal::transfers::Cause cause, uint64_t start_ns, uint64_t end_ns, 
   if (start_ns < s->start_mono_ns || end_ns < start_ns) return;
   ThreadState* t = thread_state(*s);
   if (!t) return;
-  constexpr uint32_t kTrack = 0xffff;  // past any device stream's
-  bool named = true;
-  try {
-    std::lock_guard<std::mutex> lock(s->device_mu);
-    if (s->device_tracks.size() <= kTrack) s->device_tracks.resize(kTrack + 1);
-    named = s->device_tracks[kTrack];
-    s->device_tracks[kTrack] = true;
-  } catch (...) {
-  }
-  const int64_t tid = 0x40000000 + static_cast<int64_t>(kTrack);
   char buf[512];
   Text e(buf, sizeof buf);
-  if (!named)
-    e.lit("\n,{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":")
-        .i64(s->pid)
-        .lit(",\"tid\":")
-        .i64(tid)
-        .lit(",\"args\":{\"name\":\"lazy flushes\"}}");
+  const int64_t tid = device_track(*s, kLazyTrack, "lazy flushes", e);
   e.lit("\n,{\"name\":\"flush (").str(hal::transfers::cause_name(cause)).lit(")\",\"cat\":\"device\",\"ph\":\"X\",\"pid\":");
   e.i64(s->pid).lit(",\"tid\":").i64(tid).lit(",\"ts\":").usec(start_ns - s->start_mono_ns);
   e.lit(",\"dur\":").usec(end_ns - start_ns).lit(",\"args\":{\"cause\":\"").str(hal::transfers::cause_name(cause));
@@ -839,9 +833,9 @@ void add_node_done(uint64_t node, uint64_t done_ns) noexcept {
   if (done_ns < s->start_mono_ns) return;
   ThreadState* t = thread_state(*s);
   if (!t) return;
-  const int64_t tid = 0x40000000 + 0xffff;  // add_flush's track
-  char buf[256];
+  char buf[512];
   Text e(buf, sizeof buf);
+  const int64_t tid = device_track(*s, kLazyTrack, "lazy flushes", e);
   e.lit("\n,{\"name\":\"node ran\",\"cat\":\"device\",\"ph\":\"i\",\"s\":\"t\",\"pid\":").i64(s->pid);
   e.lit(",\"tid\":").i64(tid).lit(",\"ts\":").usec(done_ns - s->start_mono_ns);
   e.lit(",\"args\":{\"node\":").u64(node).lit("}}");
