@@ -443,8 +443,12 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_native) noexce
   if (!by_native) {
     if (gflops > t.best_gflops) t.best_gflops = gflops;
     ++t.calls;
-    if (gflops >= 0 && (t.calls < 3 || now < t.until_ns)) return;
-    if (gflops >= 0) {
+    // A candidate whose best of three calls in use is still 1.5x behind native's measured call
+    // cannot win: native's turn could only raise native's figure. Each further call of the turn
+    // would cost the program what the candidate loses.
+    const bool lost = t.calls >= 3 && 1.5 * t.best_gflops < t.native_gflops;
+    if (gflops >= 0 && !lost && (t.calls < 3 || now < t.until_ns)) return;
+    if (gflops >= 0 && !lost) {
       t.native_turn = true;
       t.native_until_ns = now + kNativeTurnNs;
       return;
