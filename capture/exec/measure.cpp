@@ -127,8 +127,8 @@ double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
 //   and another's, and back: on a machine with few cores the pool that just worked still spins
 //   while the next one needs the cores (OpenBLAS after oneDNN's OpenMP, and the reverse, slow down
 //   several times). There each of another candidate's calls is followed by a native one, as in
-//   the program, the candidate is charged what that native call took beyond native's own, and a
-//   batch counts by its mean, stalls included. Otherwise a batch counts by its fastest call: the
+//   the program, the candidate is charged what that native call took beyond native's own, and it
+//   counts by the mean of all its batches, stalls included. Otherwise a batch counts by its fastest call: the
 //   library's steady state, which a program calling only it gets once the others' threads sleep.
 // - The first time a candidate runs a routine in this process it runs once untimed (thread
 //   pools, JIT-compiled kernels). Native's one sample, the program's call, carries costs the
@@ -287,17 +287,21 @@ class Race {
         return true;
     return false;
   }
-  // A paired candidate's best: what its calls took, plus what the native calls after them took
-  // beyond native's own time.
+  // A paired candidate's figure: what all its calls took, plus what the native calls after them
+  // took beyond native's own time, per call. The mean of every batch, not the best one: switching
+  // thread pools stalls now and then (one pair in three, say, for a millisecond), and a program
+  // that routes the class there pays every stall, where the best batch would show none.
   void rejudge(Entry& e) const {
     if (e.paired.empty()) return;
     const double ref = e_[native_].best;
-    e.best = -1;
+    double total = 0;
+    int calls = 0;
     for (const Paired& p : e.paired) {
       const double extra = p.follower - p.calls * ref;
-      const double per_call = (p.own + (extra > 0 ? extra : 0)) / p.calls;
-      if (e.best < 0 || per_call < e.best) e.best = per_call;
+      total += p.own + (extra > 0 ? extra : 0);
+      calls += p.calls;
     }
+    e.best = total / calls;
   }
   // One batch of candidate i; false when it declined the node.
   bool sample(size_t i) {
