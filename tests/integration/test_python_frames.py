@@ -5,11 +5,15 @@ import json
 import os
 import re
 import shutil
+import sys
 
 import pytest
 
-from conftest import PROGRAMS, PY_PROGRAMS, PYTHON, run
+from conftest import PROGRAMS, PY_PROGRAMS, PYTHON, SOL, SOURCE, run
 from test_trace import files, strict_trace, traced
+
+sys.path.insert(0, str(SOURCE / "tests" / "report"))
+from perfetto_wire import one, proto_fields  # noqa: E402
 
 
 def marked_lines(script):
@@ -212,3 +216,75 @@ def test_trace_events_carry_their_stacks(torch_run):
             assert stack == by_id[e["sf"]]
             checked += 1
     assert checked > 10
+
+
+def test_perfetto_trace_carries_each_calls_stack(torch_run, tmp_path):
+    """`sol report --perfetto`: Perfetto's importer of JSON traces ignores stackFrames, so the calls
+    go into its own format too, each slice with its stack (TrackEvent.callstack), outermost first,
+    Python frames with file and line; one process track each for the script and its forked child."""
+    script, lines, _, _, trace_dir = torch_run
+    out = tmp_path / "calls.pftrace"
+    r = run([SOL, "report", str(trace_dir), "--perfetto", str(out)], preload=False)
+    assert r.returncode == 0, r.stderr
+    packets = [proto_fields(p) for f, p in proto_fields(out.read_bytes()) if f == 1]
+    assert one(packets[0], 13) == 1  # SEQ_INCREMENTAL_STATE_CLEARED, then one sequence throughout
+    assert all(one(p, 10) == 1 for p in packets)
+    # The tracks: a process each, its threads under it.
+    processes, threads = {}, {}
+    for p in packets:
+        desc = one(p, 60)
+        if desc is None:
+            continue
+        d = proto_fields(desc)
+        if one(d, 3) is not None:
+            processes[one(d, 1)] = one(proto_fields(one(d, 3)), 1)
+        else:
+            t = proto_fields(one(d, 4))
+            assert one(d, 5) in processes
+            threads[one(d, 1)] = (one(t, 1), one(t, 2))
+    json_events = {}
+    for path in files(trace_dir, ".trace.json"):
+        with open(path) as f:
+            trace = json.load(f)
+        frames = trace["stackFrames"]
+        for e in trace["traceEvents"]:
+            if e.get("ph") == "X" and e["args"]["op"] != "dnnl_api":  # set-up calls: only with --setup
+                stack, node = [], str(e["sf"]) if "sf" in e else None
+                while node is not None:
+                    stack.append(frames[node])
+                    node = frames[node].get("parent")
+                json_events[(e["pid"], e["tid"], round(e["ts"] * 1000), e["name"])] = (e, stack[::-1])
+    assert sorted(set(processes.values())) == sorted({k[0] for k in json_events})
+    # Every call is a slice, with its arguments and its stack.
+    begun, ended, stacked = 0, 0, 0
+    python_frames_of = {}  # slice name -> the (function, file, line) of its stacks' Python frames
+    for p in packets:
+        ev = one(p, 11)
+        if ev is None:
+            continue
+        ev = proto_fields(ev)
+        pid, tid = threads[one(ev, 11)]
+        if one(ev, 9) == 2:  # TYPE_SLICE_END
+            ended += 1
+            continue
+        assert one(ev, 9) == 1, ev  # TYPE_SLICE_BEGIN
+        e, stack = json_events[(pid, tid, one(p, 8), one(ev, 23).decode())]
+        args = {one(a, 10).decode(): a for a in map(proto_fields, (v for f, v in ev if f == 4))}
+        assert one(args["shape"], 6).decode() == e["args"]["shape"]
+        assert one(args["backend"], 6).decode() == e["args"]["backend"]
+        got = [proto_fields(v) for f, v in proto_fields(one(ev, 55, b"")) if f == 1]
+        assert len(got) == len(stack), (e["name"], len(got), len(stack))
+        for g, want in zip(got, stack):
+            if want["category"] == "python":
+                function, file_line = want["name"][:-1].rsplit(" (", 1)
+                file, line = file_line.rsplit(":", 1)
+                assert (one(g, 1).decode(), one(g, 2).decode(), one(g, 3)) == (function, file, int(line))
+                python_frames_of.setdefault(e["name"], set()).add((function, file, int(line)))
+            else:
+                assert one(g, 1).decode() == want["name"] and one(g, 2) is None
+        stacked += bool(stack)
+        begun += 1
+    assert begun == ended == len(json_events) and stacked == begun
+    # The script's GEMMs name the training step's line, outer frames before inner ones.
+    step = ("a_training_step", script, lines["step"])
+    assert step in python_frames_of.get("sgemm_", set()), python_frames_of.get("sgemm_")

@@ -47,6 +47,7 @@ def test_not_a_sol_summary(name):
     (["--by", "file"], ["--by: 'file'"]),
     (["--format", "xml"], ["--format: 'xml'"]),
     (["--flamegraph="], ["--flamegraph", "missing"]),
+    (["--perfetto="], ["--perfetto", "missing"]),
 ])
 def test_bad_report_options(args, words):
     assert_error(sol("report", DATA / "survey", *args), 2, *words)

@@ -40,6 +40,7 @@ struct ReportOptions : TableOptions {
   std::string path;        // a trace directory or a summary file
   std::string by = "op";   // op, site or api
   std::string flamegraph;  // the SVG file to write; "": none
+  std::string perfetto;    // the Perfetto trace to write; "": none
   bool setup = false;      // show oneDNN's set-up calls (hidden by default: they compute nothing)
 };
 

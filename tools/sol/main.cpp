@@ -279,6 +279,11 @@ int main(int argc, char** argv) {
       ->add_option("--flamegraph", report.flamegraph, "also write an SVG flame graph of the calls to OUT")
       ->check(kNotEmpty)
       ->type_name("OUT.svg");
+  report_cmd
+      ->add_option("--perfetto", report.perfetto,
+                   "also write the calls, with their stacks, as a Perfetto trace (protobuf) to OUT")
+      ->check(kNotEmpty)
+      ->type_name("OUT.pftrace");
 
   DiffOptions diff;
   CLI::App* diff_cmd =

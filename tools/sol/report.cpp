@@ -1,4 +1,5 @@
 // sol report PATH [--top N] [--by op|site|api] [--setup] [--format text|json|csv] [--flamegraph OUT.svg]
+//                  [--perfetto OUT.pftrace]
 //
 // Reads a trace directory (every process and rank in it) or one summary file and prints where
 // the traced time went. Rows are sorted by total time, longest first; --top N keeps the first N
@@ -32,8 +33,8 @@
 // floats are rounded to three decimals.
 //
 // Exit status: 0; 2 for a bad option or an input that cannot be used (missing path, directory
-// without sol-* files, corrupt or non-SOL summary named on the command line, a flame graph that
-// cannot be written). In a directory, a bad file is a "sol: warning: " line and is skipped.
+// without sol-* files, corrupt or non-SOL summary named on the command line, a flame graph or
+// Perfetto trace that cannot be written). In a directory, a bad file is a "sol: warning: " line and is skipped.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -43,6 +44,7 @@
 #include "tools/sol/commands.hpp"
 #include "tools/sol/flamegraph.hpp"
 #include "tools/sol/output.hpp"
+#include "tools/sol/perfetto.hpp"
 #include "tools/sol/survey.hpp"
 
 namespace sol::tools {
@@ -278,6 +280,12 @@ int cmd_report(const ReportOptions& o) {
   std::fflush(stdout);
 
   if (!o.flamegraph.empty() && !write_flamegraph(*survey, o.flamegraph, error)) return fail(2, error);
+  if (!o.perfetto.empty()) {
+    std::vector<std::string> warnings;
+    const bool written = write_perfetto(*survey, o.perfetto, o.setup, warnings, error);
+    for (const auto& w : warnings) std::fprintf(stderr, "sol: warning: %s\n", w.c_str());
+    if (!written) return fail(2, error);
+  }
   return 0;
 }
 

@@ -269,40 +269,18 @@ void add_event(ProcessData& p, const json& ev, uint64_t& end_ns) {
   end_ns = std::max(end_ns, ts + dur);
 }
 
-// Rebuilds a process's op aggregates from its Chrome trace events. The array may be unterminated
-// and padded (the process died): events are read one object at a time and a last, unfinished one
-// is dropped. Sites keep their symbol but lose their frames, which only the summary has.
+// Rebuilds a process's op aggregates from its Chrome trace events (a last, unfinished one is
+// dropped: see split_trace). Sites keep their symbol but lose their frames, which only the summary
+// has.
 ProcessData parse_trace(const std::string& text, const std::string& tag, std::vector<std::string>& notes) {
   ProcessData p;
   p.info.tag = tag;
   p.info.source = "trace";
-  const std::string_view t(text);
-  size_t i = 0;
-  while (i < t.size() && is_padding(t[i])) ++i;
-  if (i < t.size() && t[i] == '{') {
-    // The object form, as a process that ended normally leaves it: its events are the array of
-    // "traceEvents", which the recorder writes first; "stackFrames" follows (the summary has them).
-    const size_t key = t.find("\"traceEvents\"", i);
-    i = key == std::string_view::npos ? t.size() : t.find('[', key);
-    if (i == std::string_view::npos) i = t.size();
-  }
-  if (i == t.size() || t[i] != '[')
-    throw BadInput("not a Chrome trace (neither an array of events nor an object with traceEvents)");
-  ++i;
-
   size_t bad = 0;
   uint64_t end_ns = 0;
-  while (true) {
-    while (i < t.size() && (is_padding(t[i]) || t[i] == ',')) ++i;
-    if (i == t.size()) break;
-    if (t[i] == ']') break;
-    if (t[i] != '{') throw BadInput("unexpected data at byte " + std::to_string(i));
-    const size_t end = object_end(t, i);
-    if (end == std::string_view::npos) break;  // the call being written when the process died
-    const std::string_view text_of_event = t.substr(i, end - i);
-    i = end;
+  for (const std::string_view event : split_trace(text).events) {
     try {
-      add_event(p, json::parse(text_of_event), end_ns);
+      add_event(p, json::parse(event), end_ns);
     } catch (const std::exception&) {  // json::exception or BadInput: a malformed event
       ++bad;
     }
@@ -550,6 +528,39 @@ std::optional<Survey> load_file(const std::string& path, std::string& error) {
 }
 
 }  // namespace
+
+TraceText split_trace(std::string_view t) {
+  TraceText out;
+  size_t i = 0;
+  while (i < t.size() && is_padding(t[i])) ++i;
+  if (i < t.size() && t[i] == '{') {
+    // The object form, as a process that ended normally leaves it: its events are the array of
+    // "traceEvents", which the recorder writes first; "stackFrames" follows.
+    const size_t key = t.find("\"traceEvents\"", i);
+    i = key == std::string_view::npos ? t.size() : t.find('[', key);
+    if (i == std::string_view::npos) i = t.size();
+  }
+  if (i == t.size() || t[i] != '[')
+    throw BadInput("not a Chrome trace (neither an array of events nor an object with traceEvents)");
+  ++i;
+  while (true) {
+    while (i < t.size() && (is_padding(t[i]) || t[i] == ',')) ++i;
+    if (i == t.size() || t[i] == ']') break;
+    if (t[i] != '{') throw BadInput("unexpected data at byte " + std::to_string(i));
+    const size_t end = object_end(t, i);
+    if (end == std::string_view::npos) return out;  // the call being written when the process died
+    out.events.push_back(t.substr(i, end - i));
+    i = end;
+  }
+  if (i == t.size()) return out;
+  // After the array: the stackFrames dictionary, whole or not at all.
+  const size_t key = t.find("\"stackFrames\"", i);
+  const size_t open = key == std::string_view::npos ? key : t.find('{', key);
+  if (open == std::string_view::npos) return out;
+  const size_t end = object_end(t, open);
+  if (end != std::string_view::npos) out.stack_frames = t.substr(open, end - open);
+  return out;
+}
 
 std::optional<PythonFrame> python_frame(const std::string& frame) {
   // "qualname (file:line)", as the recorder writes a Python frame; native ones hold "+0x".

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sol::tools {
@@ -75,6 +76,17 @@ struct Survey {
 // without one) or one summary (or trace.json) file. On failure returns nullopt and sets `error`
 // to a one-line message naming the path.
 std::optional<Survey> load_survey(const std::string& path, std::string& error);
+
+// A trace.json's parts (docs/trace-format.md): the text of each whole event object, in the order
+// written, and the text of the stackFrames dictionary ("" when absent). The array may be
+// unterminated and padded, as a process that died leaves it: events are read one object at a time
+// and a last, unfinished one is dropped. Throws std::runtime_error when the text is no Chrome
+// trace. The views point into `text`.
+struct TraceText {
+  std::vector<std::string_view> events;
+  std::string_view stack_frames;
+};
+TraceText split_trace(std::string_view text);
 
 // A summary frame, "function(args) (object+0xoffset)" or "object+0xoffset", as a flame graph names
 // it: the function without its parameter list, or the object's file name and the offset.
