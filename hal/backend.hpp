@@ -66,6 +66,12 @@ class Backend {
   // what the thread set up.
   virtual void prepare(const config::Config& /*cfg*/) noexcept {}
 
+  // True for a CPU backend whose first call of a kind of problem in a process sets up far more
+  // than it computes (oneDNN: its own start-up, then JIT-compiled kernels per transposition and
+  // size regime): under auto with a profile, the classes it was chosen for are run once ahead, on
+  // a thread of their own (capture/exec/warm_up.hpp).
+  virtual bool compiles_kernels() const noexcept { return false; }
+
   // What runs the work, for `sol backends` and traces: "OpenBLAS 0.3.21 (2 threads)".
   virtual std::string device() const = 0;
 

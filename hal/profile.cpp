@@ -337,7 +337,76 @@ void Profile::record(int native, Row row) {
   if (s) s->value.store(v, std::memory_order_release);
   load_locked();
   rows_[{row.native, row.key}] = row;
+  double weight = 1;  // the measured call's size, "300x300x300": the product of its dimensions
+  for (const char* d = row.size.c_str(); *d;) {
+    char* end = nullptr;
+    const double v = std::strtod(d, &end);
+    if (end == d) break;
+    weight *= v;
+    d = *end == 'x' ? end + 1 : end;
+  }
+  std::string before = home_locked(native);
+  if (before.empty()) before = "native";  // the program's first calls were its library's
+  recorded_[{native, row.key}] = {row.choice, weight};
+  const std::string after = home_locked(native);
+  // The program's calls now mostly run elsewhere: the classes measured beside the former home's
+  // threads that went to neither are measured again, beside the new home's, once each (their
+  // next call). A small class measured first, alone, may have gone to a library whose threads
+  // then fight the larger classes' for the cores at every switch.
+  if (after != before)
+    for (auto it = recorded_.begin(); it != recorded_.end();) {
+      const auto& [k, v] = *it;
+      if (k.first != native || v.first == after || k.second == row.key || !remeasured_.insert(k).second) {
+        ++it;
+        continue;
+      }
+      Slot* slot = find(slot_key(native, k.second), false);
+      if (!slot || slot->value.load(std::memory_order_acquire) < 0) {  // being measured or on trial
+        ++it;
+        continue;
+      }
+      SOL_LOG(debug, "measuring %s again: the program's calls now mostly run on %s, not %s",
+              class_text(k.second).c_str(), after.c_str(), before.c_str());
+      slot->value.store(kUnknown, std::memory_order_release);
+      it = recorded_.erase(it);
+    }
   write_locked(row);
+}
+
+std::vector<Profile::Gemm> Profile::gemms_for(const std::string& candidate, size_t max) {
+  std::vector<Gemm> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  load_locked();
+  for (const auto& [id, row] : rows_) {
+    if (out.size() >= max) break;
+    if (row.choice != candidate || static_cast<capture::Op>(field(row.key, 0, 8)) != capture::Op::gemm) continue;
+    Gemm g{static_cast<capture::DType>(field(row.key, 8, 4)), 'N', 'N', 0, 0, 0};
+    if (const uint64_t t = field(row.key, 14, 2)) g.transa = kTrans[t - 1];
+    if (const uint64_t t = field(row.key, 16, 2)) g.transb = kTrans[t - 1];
+    if (std::sscanf(row.size.c_str(), "%" SCNd64 "x%" SCNd64 "x%" SCNd64, &g.m, &g.n, &g.k) != 3) continue;
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0) continue;
+    out.push_back(g);
+  }
+  return out;
+}
+
+std::string Profile::home(int native) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return home_locked(native);
+}
+
+std::string Profile::home_locked(int native) const {
+  std::map<std::string, double> by_choice;
+  for (const auto& [k, v] : recorded_)
+    if (k.first == native) by_choice[v.first] += v.second;
+  std::string best;
+  double most = -1;
+  for (const auto& [choice, w] : by_choice)
+    if (w > most) {
+      best = choice;
+      most = w;
+    }
+  return best;
 }
 
 void Profile::load_locked() {

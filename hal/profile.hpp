@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,20 @@ class Profile {
   void release(int native, uint64_t key) noexcept;
   // Stores a measurement (the caller's claim) and writes it to the file.
   void record(int native, Row row);
+  // Where this process's measured classes of `native` went, by weight (each class's measured call
+  // m x n x k): the candidate with the most, "" before any. The program's library threads are
+  // mostly that candidate's: a class measured now is judged beside them (capture/exec/measure.hpp).
+  // When a record moves the home, the classes that went elsewhere are measured again (once).
+  std::string home(int native);
+  // The GEMM classes the profile file sends to `candidate` (of any native library), at most `max`,
+  // each with the size of its measured call: what a backend that compiles kernels per problem
+  // (oneDNN) may prepare before the program's first call (capture/exec/warm_up.hpp).
+  struct Gemm {
+    capture::DType dtype;
+    char transa, transb;
+    int64_t m, n, k;
+  };
+  std::vector<Gemm> gemms_for(const std::string& candidate, size_t max);
   // Marks (native, key) as routed by the built-in order for this process (measurement off).
   void unrouted(int native, uint64_t key) noexcept;
 
@@ -133,6 +148,10 @@ class Profile {
   std::string candidates_[kMaxCandidates];
   std::atomic<int> ncandidates_{0};
   std::map<std::pair<std::string, uint64_t>, Row> rows_;  // from the file, by (native, key)
+  // Recorded by this process: (native, key) -> (choice, weight), for home().
+  std::map<std::pair<int, uint64_t>, std::pair<std::string, double>> recorded_;
+  std::set<std::pair<int, uint64_t>> remeasured_;  // measured again once already (record())
+  std::string home_locked(int native) const;
 };
 
 }  // namespace sol::hal::profile

@@ -75,6 +75,12 @@ bool Registry::runs_lazily(std::string_view name) noexcept {
   return b && b->runs_lazily();
 }
 
+bool Registry::compiles_kernels(std::string_view name) noexcept {
+  Slot* slot = find(name);
+  Backend* b = slot ? object(*slot) : nullptr;
+  return b && b->compiles_kernels();
+}
+
 std::string Registry::why(std::string_view name) {
   Slot* slot = find(name);
   if (!slot) return "not built into this libsol";

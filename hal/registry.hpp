@@ -41,6 +41,8 @@ class Registry {
   bool device_backend(std::string_view name) noexcept;
   // The backend's runs_lazily(), asked without initialising it.
   bool runs_lazily(std::string_view name) noexcept;
+  // The backend's compiles_kernels(), asked without initialising it.
+  bool compiles_kernels(std::string_view name) noexcept;
   // Whether a backend of this name was built in.
   bool built(std::string_view name) const noexcept;
 

@@ -90,6 +90,8 @@ class OneDnn final : public hal::Backend {
     return v + ", matmul primitives (" + (impl_.empty() ? "?" : impl_) + ") on the CPU" + note_;
   }
 
+  bool compiles_kernels() const noexcept override { return true; }
+
   // For DNN nodes oneDNN is the program's own library: asked for one, the router runs it natively.
   bool dnn_is_native() const noexcept override { return true; }
 

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "capture/exec/measure.hpp"
 #include "capture/exec/pairing.hpp"
 #include "capture/exec/verify.hpp"
+#include "capture/exec/warm_up.hpp"
 #include "capture/dnn/operands.hpp"
 #include "capture/ir/dnn.hpp"
 #include "capture/lazy/coherence.hpp"
@@ -72,7 +74,7 @@ struct Executor {
   bool verify;
   bool measured;  // auto routes by measurement: it measures, or a profile exists to route by
   // The program has made a routed BLAS call that its own library ran: a class measured from then
-  // on is measured as part of a mixed program (measure::run's `mixed`).
+  // on is measured as part of a mixed program (measure::run's `home`).
   std::atomic<bool> native_ran{false};
   void note_native() noexcept {
     if (!native_ran.load(std::memory_order_relaxed)) native_ran.store(true, std::memory_order_relaxed);
@@ -386,7 +388,12 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       prof.release(native, key);
       return nullptr;
     }
-    const bool mixed = ex.native_ran.load(std::memory_order_relaxed);
+    // The program's earlier classes (their first calls ran natively): where most of them went.
+    std::string home;
+    if (ex.native_ran.load(std::memory_order_relaxed)) {
+      home = prof.home(native);
+      if (home.empty()) home = "native";
+    }
     double native_seconds = -1;
     if (own) {
       const uint64_t t0 = monotonic_ns();
@@ -398,16 +405,17 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     hal::profile::Row row;
     row.key = key;
     const uint64_t measuring_from = monotonic_ns();
-    if (!measure::run(node, flops, candidates, native_seconds, mixed, row)) {
+    if (!measure::run(node, flops, candidates, native_seconds, home.empty() ? nullptr : home.c_str(), row)) {
       prof.release(native, key);
       return nullptr;
     }
     if (log::enabled(log::Level::debug)) {
       std::string rates;
       for (const auto& r : row.rates) rates += " " + r.candidate + "=" + std::to_string(r.gflops).substr(0, 7);
-      SOL_LOG(debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s (measuring took %.1f ms)",
+      SOL_LOG(debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s (measuring took %.1f ms%s%s%s)",
               hal::profile::class_text(key).c_str(), symbol_name(node.sym), row.size.c_str(), rates.c_str(),
-              row.choice.c_str(), static_cast<double>(monotonic_ns() - measuring_from) * 1e-6);
+              row.choice.c_str(), static_cast<double>(monotonic_ns() - measuring_from) * 1e-6,
+              home.empty() ? "" : ", beside ", home.c_str(), home.empty() ? "" : "'s threads");
     }
     warn_if_measured_slow(node, flops, row);
     if (hal::Backend* b = row.trial.empty() ? nullptr : ex.registry.get(row.trial)) {
@@ -573,6 +581,9 @@ bool start_executor(const config::Config& cfg) noexcept {
   for (const auto& r : cfg.routes)
     if (r.backend != "auto" && r.backend != "native") ex->registry.prepare(r.backend);
   if (cfg.lazy && may_use_device(cfg, ex->registry)) lazy::start(cfg);
+  // A profile that sends classes to a backend compiling kernels: those compile now, off the path.
+  if (ex->measured && std::find(cfg.backend.begin(), cfg.backend.end(), "auto") != cfg.backend.end())
+    warm_up::start(ex->registry, ex->profile);
   return true;
 }
 

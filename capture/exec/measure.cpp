@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <set>
 #include <string>
 
@@ -87,6 +88,48 @@ class Scratch {
   blas::WrittenCopies copies_;
 };
 
+// What the program's home library does around a routed call, for a GEMM class in a mixed
+// program: a GEMM of the same routine large enough to occupy every thread of a pool (256^3, about
+// 0.2 ms on two cores), on buffers of its own. A class's own calls may be too small to wake a
+// library's other threads (OpenBLAS runs a 1024x10x256 SGEMM on one), and then a candidate timed
+// between them never meets the pool that the program's larger calls keep spinning; a probe before
+// and after each of its calls puts it where the program's calls do.
+class Probe {
+ public:
+  static constexpr int64_t kSize = 256;
+  // False when the node is no GEMM or out of memory.
+  bool take(const Node& like) noexcept {
+    if (like.op != Op::gemm) return false;
+    const size_t bytes = static_cast<size_t>(kSize * kSize) * dtype_size(like.dtype);
+    for (auto& b : buffers_) {
+      b.reset(new (std::nothrow) unsigned char[bytes]);
+      if (!b) return false;
+      std::memset(b.get(), 0, bytes);  // zeros: the same work whatever the library
+    }
+    node_ = like;
+    BlasArgs& a = node_.blas;
+    a.layout = 'C';
+    a.transa = a.transb = 'N';
+    a.m = a.n = a.k = a.lda = a.ldb = a.ldc = kSize;
+    a.alpha = Scalar(1.0);
+    a.beta = Scalar(0.0);
+    a.a = buffers_[0].get();
+    a.b = buffers_[1].get();
+    a.c = buffers_[2].get();
+    return true;
+  }
+  double time(Candidate& c) noexcept {
+    Node n = node_;
+    const uint64_t t0 = monotonic_ns();
+    if (blas::with_column_major(n, c.run) != hal::Reason::ok) return -1;
+    return static_cast<double>(monotonic_ns() - t0) * 1e-9;
+  }
+
+ private:
+  std::unique_ptr<unsigned char[]> buffers_[3];
+  Node node_{Sym{}, Op{}, DType::none};
+};
+
 // Candidates that ran a routine once already in this process: their first run pays for set-up
 // (thread pools, JIT-compiled kernels, OpenCL programs) that later calls do not.
 std::mutex g_warm_mu;
@@ -122,21 +165,24 @@ double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
 // - Calls above 2 ms get one sample, two when another candidate is within 20 % (noise is small
 //   against them, and each sample costs a whole call). Shorter ones get at least three rounds,
 //   each a batch of calls back to back for 100 us, until each candidate has 500 us.
-// - In a mixed program (`mixed`: it already made native calls of other classes, which stay
-//   native), a short call routed elsewhere switches the program between its library's threads
-//   and another's, and back: on a machine with few cores the pool that just worked still spins
-//   while the next one needs the cores (OpenBLAS after oneDNN's OpenMP, and the reverse, slow down
-//   several times). There each of another candidate's calls is followed by a native one, as in
-//   the program, the candidate is charged what that native call took beyond native's own, and it
-//   counts by the mean of all its batches, stalls included. Otherwise a batch counts by its fastest call: the
+// - In a mixed program (`home`: it already made calls of other classes, most of them on the home
+//   candidate's threads: native's, or a backend's that took its large classes), a short call
+//   routed elsewhere switches the program between the home library's threads and another's, and
+//   back: on a machine with few cores the pool that just worked still spins while the next one
+//   needs the cores (OpenBLAS after oneDNN's OpenMP, and the reverse, slow down several times).
+//   There each of another candidate's calls is followed by a home one, as in the program, the
+//   candidate is charged what that call took beyond home's own, and it counts by the mean of all
+//   its batches, stalls included; native too when it is not home. For a GEMM the home call around
+//   it is a probe (Probe) that keeps home's threads busy, as the program's larger calls do.
+//   Otherwise a batch counts by its fastest call: the
 //   library's steady state, which a program calling only it gets once the others' threads sleep.
 // - The first time a candidate runs a routine in this process it runs once untimed (thread
 //   pools, JIT-compiled kernels). Native's one sample, the program's call, carries costs the
 //   others' runs on warm copies do not (first touches of a new output, first use): when it would
 //   lose on it, native gets a sample on the copies before it is judged, unless it is a long call
 //   that loses by more than those costs could explain (1.5x).
-// The program's own library keeps the class unless another is clearly faster (3 %): within the
-// noise, staying native is what costs nothing.
+// The program's own library (in a mixed program, home) keeps the class unless another is clearly
+// faster (3 %): within the noise, staying where the program's other calls are costs nothing.
 namespace {
 
 constexpr double kLong = 2e-3;  // seconds: a call worth timing alone
@@ -146,6 +192,15 @@ class Race {
  public:
   Race(Scratch& scratch, std::vector<Candidate>& candidates, bool mixed)
       : scratch_(scratch), c_(candidates), e_(candidates.size()), mixed_(mixed) {}
+
+  // In a mixed program: the candidate whose threads the program's other calls mostly use. A CPU
+  // candidate; native when it is none of them. `probe`: home's calls around the others' (or
+  // nullptr: the class's own call).
+  void set_home(const char* name, Probe* probe) {
+    for (size_t i = 0; name && i < c_.size(); ++i)
+      if (std::strcmp(c_[i].name, name) == 0 && c_[i].predicted_seconds < 0) home_ = i;
+    probe_ = probe;
+  }
 
   // Native's sample: the program's call itself.
   void native_call(size_t i, double seconds) {
@@ -184,6 +239,19 @@ class Race {
   }
   void run() {
     const size_t n = e_.size();
+    if (home_ >= n) home_ = native_;
+    // A home other than native is timed first: the others' charges are measured against it.
+    if (mixed_ && home_ < n && home_ != native_ && !e_[home_].out && !sample(home_)) home_ = native_;
+    // The probe's own time after itself, the best of three: what a home call costs in the
+    // program's steady state.
+    for (int i = 0; mixed_ && probe_ && home_ < n && i < 3; ++i) {
+      const double t = probe_->time(c_[home_]);
+      if (t < 0) {
+        probe_ = nullptr;
+        break;
+      }
+      if (i > 0 && (probe_ref_ < 0 || t < probe_ref_)) probe_ref_ = t;
+    }
     double best_cpu = -1;
     for (size_t i = 0; i < n; ++i)
       if (e_[i].best > 0 && c_[i].predicted_seconds < 0) best_cpu = e_[i].best;
@@ -197,9 +265,10 @@ class Race {
           e.out = true;
           continue;
         }
-        if (i == native_ && round == 0) continue;  // its sample is the call itself; the others first
+        // Native's sample is the call itself, unless it must be judged beside home's threads.
+        if (i == native_ && round == 0 && home_ == native_) continue;
         const double f = fastest();
-        const bool second_chance = i == native_ && e.samples == 1 && f > 0 && f < e.best / 1.03 &&
+        const bool second_chance = i == native_ && home_ == native_ && e.samples == 1 && f > 0 && f < e.best / 1.03 &&
                                    (e.best <= kLong || e.best <= 1.5 * f);
         if (e.samples > 0 && f > 0 && e.best > 1.5 * f && !second_chance) {
           e.out = true;
@@ -233,7 +302,8 @@ class Race {
         row.choice = c_[i].name;
       }
     }
-    if (native_ < e_.size() && chosen > e_[native_].best / 1.03) row.choice = "native";
+    const size_t keeps = mixed_ && home_ < e_.size() ? home_ : native_;
+    if (keeps < e_.size() && e_[keeps].best > 0 && chosen > e_[keeps].best / 1.03) row.choice = c_[keeps].name;
     // Alone, every other candidate ran right after native, beside native's threads still spinning
     // from its call (OpenBLAS's spin for about 0.1 s), and native right after them: on few cores
     // that slows a library with threads of its own several times, by how much varies from run to
@@ -293,7 +363,7 @@ class Race {
   // that routes the class there pays every stall, where the best batch would show none.
   void rejudge(Entry& e) const {
     if (e.paired.empty()) return;
-    const double ref = e_[native_].best;
+    const double ref = probe_ ? probe_ref_ : e_[home_].best;
     double total = 0;
     int calls = 0;
     for (const Paired& p : e.paired) {
@@ -306,11 +376,12 @@ class Race {
   // One batch of candidate i; false when it declined the node.
   bool sample(size_t i) {
     Entry& e = e_[i];
-    Candidate& native = c_[native_ < c_.size() ? native_ : 0];
-    const bool paired = mixed_ && native_ < e_.size() && i != native_ && e_[native_].best <= kLong;
+    const bool paired = mixed_ && home_ < e_.size() && i != home_ && e_[home_].best > 0 && e_[home_].best <= kLong;
+    const bool probed = paired && probe_ != nullptr;
     double own = 0, follower = 0, fastest = -1;
     int calls = 0;
     do {
+      if (probed) probe_->time(c_[home_]);  // home's threads busy, as after the program's calls
       const double t = time_once(scratch_, c_[i]);
       if (t < 0) {
         e.out = true;
@@ -319,7 +390,7 @@ class Race {
       own += t;
       if (fastest < 0 || t < fastest) fastest = t;
       ++calls;
-      if (paired) follower += time_once(scratch_, native);
+      if (paired) follower += probed ? probe_->time(c_[home_]) : time_once(scratch_, c_[home_]);
     } while (own / calls <= kLong && own < kBatch);
     e.spent += own;
     ++e.samples;
@@ -333,7 +404,7 @@ class Race {
     const double t = mixed_ ? own / calls : fastest;
     if (e.best < 0 || t < e.best) {
       e.best = t;
-      if (i == native_)
+      if (i == home_)
         for (Entry& other : e_) rejudge(other);
     }
     return true;
@@ -344,12 +415,16 @@ class Race {
   std::vector<Entry> e_;
   const bool mixed_;
   size_t native_ = SIZE_MAX;
+  size_t home_ = SIZE_MAX;
+  Probe* probe_ = nullptr;
+  double probe_ref_ = -1;
 };
 
 }  // namespace
 
-bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds, bool mixed,
-         hal::profile::Row& row) noexcept {
+bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds,
+         const char* home, hal::profile::Row& row) noexcept {
+  const bool mixed = home != nullptr;
   Scratch scratch;
   if (!scratch.take(node)) return false;
   const BlasArgs& b = node.blas;
@@ -363,6 +438,12 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
   try {
     row.size = size;
     Race race(scratch, candidates, mixed);
+    std::unique_ptr<Probe> probe;
+    if (mixed) {
+      probe.reset(new (std::nothrow) Probe);
+      if (probe && !probe->take(node)) probe.reset();
+    }
+    race.set_home(home, probe.get());
     for (size_t i = 0; i < candidates.size(); ++i) {
       if (std::strcmp(candidates[i].name, "native") == 0 && native_seconds > 0) {
         warm(candidates[i].name, node);  // the call itself warmed it

@@ -29,13 +29,15 @@ struct Candidate {
 // which is native's first sample. Fills `row` (size, rates, choice) and returns true when at least
 // one candidate ran. Costs a few calls of the fastest candidates: the slow ones leave the race
 // after one run.
-// `mixed`: the program already made native calls of other classes, which stay where they are, so
-// that a candidate's short calls are timed between native ones, each charged for the switch.
+// `home`: the program already made calls of other classes, which stay where they are, most of
+// them on `home`'s threads ("native", or a backend's name; nullptr: none yet, alone). A
+// candidate's short calls are then timed each followed by a call of home, as in the program, and
+// charged for the switch between their threads; native too when it is not home.
 // Otherwise (alone) every other candidate ran beside native's threads, which spin for a while
 // after each call (OpenBLAS's for about 0.1 s), and native beside theirs: row.trial then names
 // the best other CPU candidate, to be tried in use against native before the choice is final.
-bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds, bool mixed,
-         hal::profile::Row& row) noexcept;
+bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds,
+         const char* home, hal::profile::Row& row) noexcept;
 
 // Test-only: SOL_TEST_SLOW=<backend> makes that backend take ten times as long per node (it
 // spins after computing), so that tests can check that auto avoids a slow candidate. Applies to

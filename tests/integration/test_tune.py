@@ -16,7 +16,8 @@ from conftest import LIBSOL, PROGRAMS, REFERENCE_BLAS_DIR, SOL, clean_env, run, 
 
 # See auto(); also for the runs compared with them (OpenBLAS's results depend on its thread count).
 ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-MEASURED = re.compile(r"^sol: measured (.+?) \((\w+), ([0-9x]+)\):(.*) GFLOP/s; auto takes (\w+) \(measuring took [0-9.]+ ms\)$")
+MEASURED = re.compile(r"^sol: measured (.+?) \((\w+), ([0-9x]+)\):(.*) GFLOP/s; auto takes (\w+) "
+                      r"\(measuring took [0-9.]+ ms(?:, beside (\w+)'s threads)?\)$")
 
 
 @pytest.fixture
@@ -130,19 +131,30 @@ def test_a_backend_that_slows_the_programs_next_call_is_charged_for_it_in_a_mixe
     busy after it returns (SOL_TEST_SLOW=name:after makes the next native call ten times slower)
     loses, though its own calls are as fast. measured_calls' first class (NT) is measured before the
     program made any other native call: alone, by the library's steady state, uncharged; its second
-    (NN) after one: charged."""
+    (NN) after one, beside the threads of where the first went (home): a candidate other than home
+    is charged for the home call after it. With the first class on native, oneDNN is charged and
+    the second stays native; with it on oneDNN, the program's native calls follow oneDNN's, native
+    is charged, and the second goes to oneDNN too."""
     fair = auto(cache, "measured_calls", 128, SOL_TEST_CPU_MODEL="fair")
     charged = auto(cache, "measured_calls", 128, SOL_TEST_CPU_MODEL="charged", SOL_TEST_SLOW="onednn:after")
     got_fair, got_charged = measured(fair.stderr), measured(charged.stderr)
     assert got_fair and got_fair.keys() == got_charged.keys(), (fair.stderr, charged.stderr)
-    for key, (rates, choice) in got_charged.items():
-        alone = got_fair[key][0]["onednn"]
-        if "transb=T" in key[0]:
-            assert rates["onednn"] > 0.5 * alone, (key, rates, got_fair[key])
-        else:
-            assert choice == "native", (key, rates, got_fair[key])
-            # Its rate counts the native call's extra time: far below what it ran at alone.
-            assert rates["onednn"] < 0.5 * alone, (key, rates, got_fair[key])
+    lines = [m for m in map(MEASURED.match, charged.stderr.splitlines()) if m]
+    assert len(lines) == 2 and "transb=T" in lines[0].group(1) and lines[0].group(6) is None, charged.stderr
+    first, second = lines
+    alone = got_fair[(first.group(1), first.group(2))][0]["onednn"]
+    assert got_charged[(first.group(1), first.group(2))][0]["onednn"] > 0.5 * alone, charged.stderr
+    home = second.group(6)
+    assert home == first.group(5), (first.group(0), second.group(0))
+    rates, choice = got_charged[(second.group(1), second.group(2))]
+    fair_rates = got_fair[(second.group(1), second.group(2))][0]
+    if home == "native":
+        assert choice == "native", (rates, fair_rates)
+        # Its rate counts the native call's extra time: far below what it ran at alone.
+        assert rates["onednn"] < 0.5 * fair_rates["onednn"], (rates, fair_rates)
+    else:
+        assert home == "onednn" and choice == "onednn", (rates, fair_rates)
+        assert rates["native"] < 0.5 * fair_rates["native"], (rates, fair_rates)
 
 
 TRIED = re.compile(r"^sol: tried (\w+) in use for (.+?): ([0-9.]+) GFLOP/s over (\d+) calls, "
@@ -203,6 +215,36 @@ def test_no_trial_in_a_mixed_program(cache):
     trying = [l for l in r.stderr.splitlines() if l.startswith("sol: trying")]
     assert len(trying) == 1 and "transb=T" in trying[0], r.stderr
     assert len(rows(profiles(cache)[0])) == 2
+
+
+def test_a_profiled_run_warms_up_what_the_profile_sends_to_onednn(cache):
+    """oneDNN's first dnnl_sgemm in a process costs it tens of milliseconds (its start-up, then the
+    kernels it compiles per transposition and size regime). A run that routes from the profile
+    prepares the classes the profile sends there on a thread of its own, before the first call;
+    a profile that sends none prepares nothing. Results stay those of the chosen library."""
+    first = auto(cache, "measured_calls")
+    assert first.returncode == 0, first.stderr
+    [path] = profiles(cache)
+    with open(path) as f:
+        text = f.read()
+    assert "warmed" not in first.stderr
+    plain = run([str(PROGRAMS / "measured_calls")], preload=False, env=ONE_THREAD)
+    # Every class to native: nothing to prepare.
+    with open(path, "w") as f:
+        f.write(re.sub(r"^(row\t(?:[^\t]*\t){4})\w+", r"\g<1>native", text, flags=re.M))
+    none = auto(cache, "measured_calls")
+    assert none.returncode == 0 and "warmed" not in none.stderr, none.stderr
+    assert none.stdout == plain.stdout
+    # Every class to oneDNN: each prepared ahead, and computed there.
+    with open(path, "w") as f:
+        f.write(re.sub(r"^(row\t(?:[^\t]*\t){4})\w+", r"\g<1>onednn", text, flags=re.M))
+    warmed = auto(cache, "measured_calls")
+    assert warmed.returncode == 0, warmed.stderr
+    assert not measured(warmed.stderr), warmed.stderr  # routed from the profile
+    lines = [l for l in warmed.stderr.splitlines() if l.startswith("sol: warmed onednn up for ")]
+    assert len(lines) == 1 and lines[0].split()[5] == str(len(rows(path))), warmed.stderr
+    direct = run([str(PROGRAMS / "measured_calls")], env={"SOL_BACKEND": "onednn", **ONE_THREAD})
+    assert warmed.stdout == direct.stdout
 
 
 def test_measurement_off(cache):
@@ -281,6 +323,11 @@ def test_misdetected_openblas_is_reported_once_and_routed_around(cache):
     assert got, dbg.stderr
     for rates, choice in got.values():
         assert choice != "native", rates
+    # The first class is measured alone; the next one beside the threads of the library the first
+    # went to, which the program's calls now use (not native's, which it left).
+    lines = [m for m in map(MEASURED.match, dbg.stderr.splitlines()) if m]
+    assert len(lines) >= 2 and lines[0].group(6) is None, dbg.stderr
+    assert lines[1].group(6) == lines[0].group(5), (lines[0].group(0), lines[1].group(0))
     # A candidate measured 1.5x ahead of native is not tried in use (its lead only grows there).
     for _, tried_cls, _, _, _ in trials(dbg.stderr):
         for (cls, _), (rates, _) in got.items():

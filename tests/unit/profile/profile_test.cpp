@@ -240,5 +240,67 @@ TEST_F(ProfileFiles, ADirectoryOthersCanWriteIsNotUsed) {
   EXPECT_NE(::stat(path.c_str(), &st), 0);
 }
 
+// Where the program's calls mostly run (by the measured calls' sizes) is its home; a record
+// that moves the home sends the classes that went elsewhere back to measurement, once each.
+TEST_F(ProfileFiles, ClassesThatLeftTheNewHomeAreMeasuredAgainOnce) {
+  Profile p(cfg_);
+  const int lib = p.native_index("lib");
+  const uint64_t small = class_of(gemm(1024, 10, 256, 'N', 'T')), large = class_of(gemm(1024, 256, 1024));
+  EXPECT_EQ(p.home(lib), "");  // nothing measured: the caller treats the program as alone
+  Row s = row(small, "onednn");
+  s.size = "1024x10x256";
+  ASSERT_TRUE(p.claim(lib, small));
+  p.record(lib, s);
+  EXPECT_EQ(p.home(lib), "onednn");
+  Row l = row(large, "native");
+  l.size = "1024x256x1024";
+  ASSERT_TRUE(p.claim(lib, large));
+  p.record(lib, l);
+  EXPECT_EQ(p.home(lib), "native");  // 268M against 2.6M
+  EXPECT_EQ(p.lookup(lib, small), Profile::kUnknown);  // measured again at its next call
+  EXPECT_STREQ(p.candidate_name(p.lookup(lib, large)), "native");
+  // Measured again, it stays with oneDNN: the home does not move back, and it is not sent back a
+  // second time when the home moves again.
+  ASSERT_TRUE(p.claim(lib, small));
+  p.record(lib, s);
+  EXPECT_STREQ(p.candidate_name(p.lookup(lib, small)), "onednn");
+  Row huge = row(class_of(gemm(4096, 4096, 4096)), "openblas");
+  huge.size = "4096x4096x4096";
+  ASSERT_TRUE(p.claim(lib, huge.key));
+  p.record(lib, huge);
+  EXPECT_EQ(p.home(lib), "openblas");
+  EXPECT_STREQ(p.candidate_name(p.lookup(lib, small)), "onednn");
+  EXPECT_EQ(p.lookup(lib, large), Profile::kUnknown);  // native's large class: once, now
+  // Another library's classes are its own.
+  EXPECT_EQ(p.home(p.native_index("other")), "");
+}
+
+TEST_F(ProfileFiles, TheGemmClassesOfACandidateForItsWarmUp) {
+  {
+    Profile p(cfg_);
+    const int lib = p.native_index("lib");
+    Row a = row(class_of(gemm(1024, 10, 256, 'N', 'T')), "onednn");
+    a.size = "1024x10x256";
+    Row b = row(class_of(gemm(64, 64, 64, 'T', 'N', DType::f64)), "openblas");
+    b.size = "64x64x64";
+    for (Row* r : {&a, &b}) {
+      ASSERT_TRUE(p.claim(lib, r->key));
+      p.record(lib, *r);
+    }
+  }
+  Profile again(cfg_);  // from the file
+  const auto got = again.gemms_for("onednn", 16);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].dtype, DType::f32);
+  EXPECT_EQ(got[0].transa, 'N');
+  EXPECT_EQ(got[0].transb, 'T');
+  EXPECT_EQ(got[0].m, 1024);
+  EXPECT_EQ(got[0].n, 10);
+  EXPECT_EQ(got[0].k, 256);
+  EXPECT_EQ(again.gemms_for("openblas", 16).size(), 1u);
+  EXPECT_TRUE(again.gemms_for("openblas", 0).empty());
+  EXPECT_TRUE(again.gemms_for("native", 16).empty());
+}
+
 }  // namespace
 }  // namespace sol::hal::profile

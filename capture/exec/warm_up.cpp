@@ -1,0 +1,84 @@
+#include "capture/exec/warm_up.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "capture/blas/blas.hpp"
+#include "capture/blas/call.hpp"
+#include "common/clock.hpp"
+#include "common/log.hpp"
+#include "common/startup.hpp"
+#include "hal/profile.hpp"
+#include "hal/registry.hpp"
+
+namespace sol::capture::warm_up {
+
+namespace {
+
+constexpr size_t kMaxClasses = 16;
+constexpr int64_t kCap = 512;
+
+struct Plan {
+  hal::Registry* registry;
+  std::vector<std::pair<std::string, std::vector<hal::profile::Profile::Gemm>>> work;  // backend -> classes
+};
+
+// One GEMM of the class on zeros; C is written, never read (beta = 0).
+void run_one(hal::Backend& b, const hal::profile::Profile::Gemm& g) noexcept {
+  const int64_t m = std::min(g.m, kCap), n = std::min(g.n, kCap), k = std::min(g.k, kCap);
+  const bool ta = g.transa != 'N', tb = g.transb != 'N';
+  const int64_t lda = ta ? k : m, ldb = tb ? n : k;
+  const size_t es = dtype_size(g.dtype);
+  std::unique_ptr<unsigned char[]> a(new (std::nothrow) unsigned char[static_cast<size_t>(m * k) * es]()),
+      bb(new (std::nothrow) unsigned char[static_cast<size_t>(k * n) * es]()),
+      c(new (std::nothrow) unsigned char[static_cast<size_t>(m * n) * es]());
+  if (!a || !bb || !c) return;
+  Node node(blas::fortran_routine(Op::gemm, g.dtype, false), Op::gemm, g.dtype);
+  BlasArgs& x = node.blas;
+  x.layout = 'C';
+  x.transa = g.transa;
+  x.transb = g.transb;
+  x.m = m, x.n = n, x.k = k, x.lda = lda, x.ldb = ldb, x.ldc = m;
+  x.alpha = Scalar(1.0);
+  x.beta = Scalar(0.0);
+  x.a = a.get(), x.b = bb.get(), x.c = c.get();
+  if (b.supports(node) == hal::Reason::ok) b.run(node);
+}
+
+}  // namespace
+
+void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept {
+  try {
+    auto plan = std::make_unique<Plan>();
+    plan->registry = &registry;
+    for (const hal::BackendEntry& e : hal::builtin_backends()) {
+      if (!registry.compiles_kernels(e.name)) continue;
+      auto classes = profile.gemms_for(e.name, kMaxClasses);
+      if (!classes.empty()) plan->work.emplace_back(e.name, std::move(classes));
+    }
+    if (plan->work.empty()) return;
+    Plan* p = plan.release();  // never freed: the thread may refer to it until exit
+    Startup::begin([p](bool background, const std::atomic<bool>& stop) {
+      if (!background) return;  // nobody waits for this: a call that finds it not begun goes on
+      for (const auto& [name, classes] : p->work) {
+        hal::Backend* b = p->registry->get(name);
+        if (!b) continue;
+        const uint64_t t0 = monotonic_ns();
+        size_t ran = 0;
+        for (const auto& g : classes) {
+          if (stop.load(std::memory_order_relaxed)) return;
+          run_one(*b, g);
+          ++ran;
+        }
+        SOL_LOG(debug, "warmed %s up for %zu classes of the profile in %.1f ms", name.c_str(), ran,
+                static_cast<double>(monotonic_ns() - t0) * 1e-6);
+      }
+    });
+  } catch (...) {  // out of memory: the first calls pay, as without warm-up
+  }
+}
+
+}  // namespace sol::capture::warm_up
