@@ -21,7 +21,7 @@ namespace {
 // ("name:after"), or itself only while measured ("name:measured").
 struct SlowKnob {
   char backend[32] = "";
-  bool after = false, measured_only = false;
+  bool after = false, measured_only = false, once = false;
 };
 const SlowKnob& slow_knob() noexcept {
   static const SlowKnob knob = [] {
@@ -32,6 +32,7 @@ const SlowKnob& slow_knob() noexcept {
     if (char* colon = std::strchr(k.backend, ':')) {
       k.after = std::strcmp(colon + 1, "after") == 0;
       k.measured_only = std::strcmp(colon + 1, "measured") == 0;
+      k.once = std::strcmp(colon + 1, "once") == 0;
       *colon = 0;
     }
     return k;
@@ -40,6 +41,7 @@ const SlowKnob& slow_knob() noexcept {
 }
 thread_local bool t_native_owes = false;  // a "name:after" backend ran last in this thread
 thread_local bool t_measuring = false;    // this thread runs a measurement's race
+thread_local bool t_slowed_once = false;  // "name:once": this race slowed its first run already
 
 void spin_for(uint64_t ns) noexcept {
   const uint64_t until = monotonic_ns() + ns;
@@ -52,10 +54,16 @@ void spin_for(uint64_t ns) noexcept {
 void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept {
   const SlowKnob& knob = slow_knob();
   if (SOL_LIKELY(!knob.backend[0]) || std::strcmp(knob.backend, backend) != 0) return;
-  if (knob.after)
+  if (knob.after) {
     t_native_owes = true;
-  else if (!knob.measured_only || t_measuring)
+  } else if (knob.once) {
+    if (t_measuring && !t_slowed_once) {
+      t_slowed_once = true;
+      spin_for(9 * (monotonic_ns() - started_ns));
+    }
+  } else if (!knob.measured_only || t_measuring) {
     spin_for(9 * (monotonic_ns() - started_ns));
+  }
 }
 
 void native_slowed_if_asked(uint64_t started_ns) noexcept {
@@ -177,7 +185,8 @@ double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
 //   Otherwise a batch counts by its fastest call: the
 //   library's steady state, which a program calling only it gets once the others' threads sleep.
 // - The first time a candidate runs a routine in this process it runs once untimed (thread
-//   pools, JIT-compiled kernels). Native's one sample, the program's call, carries costs the
+//   pools, JIT-compiled kernels). A first sample of a class four times behind the best is dropped
+//   and taken again, once (a kernel compiled for this shape's regime). Native's one sample, the program's call, carries costs the
 //   others' runs on warm copies do not (first touches of a new output, first use): when it would
 //   lose on it, native gets a sample on the copies before it is judged, unless it is a long call
 //   that loses by more than those costs could explain (1.5x).
@@ -270,6 +279,13 @@ class Race {
         const double f = fastest();
         const bool second_chance = i == native_ && home_ == native_ && e.samples == 1 && f > 0 && f < e.best / 1.03 &&
                                    (e.best <= kLong || e.best <= 1.5 * f);
+        // A first sample four times behind is taken for set-up rather than speed (a kernel that
+        // oneDNN compiles for this transposition and size regime: 26 ms, then 0.13 ms a call) and
+        // taken again, once: a candidate that slow by right costs one more call.
+        if (e.samples == 1 && !e.retaken && i != native_ && f > 0 && e.best > 4 * f) {
+          e = Entry{};
+          e.retaken = true;
+        }
         if (e.samples > 0 && f > 0 && e.best > 1.5 * f && !second_chance) {
           e.out = true;
           continue;
@@ -340,6 +356,7 @@ class Race {
     int samples = 0;
     bool out = false;
     double screened = -1;  // left at the screen: seconds per call at the rate it ran the quarter
+    bool retaken = false;  // its first sample was dropped as set-up
     std::vector<Paired> paired;
   };
 
@@ -455,6 +472,7 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
     if (screening)
       race.screen(static_cast<double>(b.m * b.n) / static_cast<double>(quarter.blas.m * quarter.blas.n));
     t_measuring = true;
+    t_slowed_once = false;
     race.run();
     t_measuring = false;
     return race.result(flops, row);

@@ -45,7 +45,8 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
 // instead makes the native call that follows it in the same thread (in a measurement) take ten
 // times as long, as a library whose threads keep the cores busy after it returns does;
 // SOL_TEST_SLOW=<backend>:measured slows it only while measured, as beside native's spinning
-// threads, so that its trial in use (Row::trial) finds it fast.
+// threads, so that its trial in use (Row::trial) finds it fast; SOL_TEST_SLOW=<backend>:once
+// slows its first timed run of each measured class, as a kernel compiled for that class does.
 void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept;
 void native_slowed_if_asked(uint64_t started_ns) noexcept;
 
