@@ -6,6 +6,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "backends/common/blas_host.hpp"
+#include "backends/cuda/resident.hpp"
 #include "backends/cuda/transfer.hpp"
 #include "capture/blas/blas.hpp"
 
@@ -45,25 +47,8 @@ auto pick4(S s, D d, C c, Z z) {
 #define SOL_CUB_SH(real, cplx) pick4<E>(api.cublasS##real, api.cublasD##real, api.cublasC##cplx, api.cublasZ##cplx)
 
 template <class E>
-E host_scalar(const Scalar& s) {
-  if constexpr (kComplex<E>)
-    return E(static_cast<RealOf<E>>(s.re), static_cast<RealOf<E>>(s.im));
-  else
-    return static_cast<E>(s.re);
-}
-
-template <class E>
 const Cu<E>* cu(const E& v) {
   return reinterpret_cast<const Cu<E>*>(&v);
-}
-
-// Complex products as gfortran computes them (no C99 Annex G recovery of NaN results).
-template <class E>
-E times(E a, E b) {
-  if constexpr (kComplex<E>)
-    return E(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real());
-  else
-    return a * b;
 }
 
 cublasOperation_t cu_trans(char t, bool complex) noexcept {
@@ -84,44 +69,10 @@ cublasDiagType_t cu_diag(char d) noexcept {
 }
 
 // ------------------------------------------------------------------------- host-side cases
-//
-// When alpha == 0 (or k == 0) the reference only scales C or y by beta, never reading A, B or x;
-// that is done here, where the data already is, rather than with two transfers.
+// (backends/common/blas_host.hpp)
 
-template <class E>
-void scale_vector(void* y, int64_t n, int64_t inc, const Scalar& beta) {
-  auto* p = static_cast<E*>(y);
-  const E bv = host_scalar<E>(beta);
-  for (int64_t i = 0; i < n; ++i) {
-    E& v = p[vector_at(i, n, inc)];
-    v = is_zero(beta) ? E{} : times(bv, v);
-  }
-}
-
-// C scaled by beta (zeroed when beta == 0): its upper triangle (tri > 0), lower triangle (tri < 0)
-// or all rows x cols (tri == 0). `herm`: beta is real and the diagonal is written as real, as
-// cherk and cher2k do.
-template <class E>
-void scale_columns(void* c, int64_t rows, int64_t cols, int64_t ld, int tri, const Scalar& beta, bool herm) {
-  auto* p = static_cast<E*>(c);
-  const E bv = host_scalar<E>(beta);
-  for (int64_t j = 0; j < cols; ++j) {
-    const int64_t first = tri < 0 ? j : 0;
-    const int64_t last = tri > 0 ? j : rows - 1;
-    for (int64_t i = first; i <= last; ++i) {
-      E& v = p[i + j * ld];
-      if (is_zero(beta)) {
-        v = E{};
-      } else if constexpr (kComplex<E>) {
-        if (herm)
-          v = i == j ? E(bv.real() * v.real(), 0) : E(bv.real() * v.real(), bv.real() * v.imag());
-        else
-          v = times(bv, v);
-      } else {
-        v = bv * v;
-      }
-    }
-  }
+void host_side(Device& dev, const Node& node) {
+  make_host_current<Operand, kMaxJobOperands>(dev, node);
 }
 
 // ------------------------------------------------------------------------- level 3
@@ -133,45 +84,12 @@ Reason run_level3(Device& dev, Node& node) {
   const capture::BlasArgs& b = node.blas;
   const CublasApi& api = dev.blas();
   constexpr bool cx = kComplex<E>;
-  const int tri = is_upper(b.uplo) ? 1 : -1;
 
   // Quick returns and the alpha == 0 / k == 0 cases, as the reference orders them.
-  switch (node.op) {
-    case Op::gemm:
-      if (b.m == 0 || b.n == 0) return Reason::ok;
-      if (is_zero(b.alpha) || b.k == 0) {
-        if (!is_one(b.beta)) scale_columns<E>(b.c, b.m, b.n, b.ldc, 0, b.beta, false);
-        return Reason::ok;
-      }
-      break;
-    case Op::symm:
-    case Op::hemm:
-      if (b.m == 0 || b.n == 0) return Reason::ok;
-      if (is_zero(b.alpha)) {
-        if (!is_one(b.beta)) scale_columns<E>(b.c, b.m, b.n, b.ldc, 0, b.beta, false);
-        return Reason::ok;
-      }
-      break;
-    case Op::syrk:
-    case Op::herk:
-    case Op::syr2k:
-    case Op::her2k:
-      if (b.n == 0) return Reason::ok;
-      if (is_zero(b.alpha) || b.k == 0) {
-        if (!is_one(b.beta))
-          scale_columns<E>(b.c, b.n, b.n, b.ldc, tri, b.beta, node.op == Op::herk || node.op == Op::her2k);
-        return Reason::ok;
-      }
-      break;
-    case Op::trmm:
-    case Op::trsm:
-      if (b.m == 0 || b.n == 0) return Reason::ok;
-      if (is_zero(b.alpha)) {
-        scale_columns<E>(b.b, b.m, b.n, b.ldb, 0, Scalar(0.0), false);
-        return Reason::ok;
-      }
-      break;
-    default: return Reason::op_unsupported;
+  switch (level3_on_host<E>(node, [&] { host_side(dev, node); })) {
+    case HostCase::done: return Reason::ok;
+    case HostCase::unsupported: return Reason::op_unsupported;
+    case HostCase::device: break;
   }
 
   Job job(dev, node);
@@ -232,45 +150,8 @@ Reason run_level2(Device& dev, Node& node) {
   const capture::BlasArgs& b = node.blas;
   const CublasApi& api = dev.blas();
   constexpr bool cx = kComplex<E>;
-  const bool na = notrans(b.transa);
 
-  switch (node.op) {
-    case Op::gemv:
-    case Op::gbmv:
-      if (b.m == 0 || b.n == 0 || (is_zero(b.alpha) && is_one(b.beta))) return Reason::ok;
-      if (is_zero(b.alpha)) {
-        scale_vector<E>(b.y, na ? b.m : b.n, b.incy, b.beta);
-        return Reason::ok;
-      }
-      break;
-    case Op::symv:
-    case Op::hemv:
-    case Op::sbmv:
-    case Op::hbmv:
-    case Op::spmv:
-    case Op::hpmv:
-      if (b.n == 0 || (is_zero(b.alpha) && is_one(b.beta))) return Reason::ok;
-      if (is_zero(b.alpha)) {
-        scale_vector<E>(b.y, b.n, b.incy, b.beta);
-        return Reason::ok;
-      }
-      break;
-    case Op::trmv:
-    case Op::tbmv:
-    case Op::tpmv:
-    case Op::trsv:
-    case Op::tbsv:
-    case Op::tpsv:
-      if (b.n == 0) return Reason::ok;
-      break;
-    case Op::ger:
-    case Op::geru:
-    case Op::gerc:
-      if (b.m == 0 || b.n == 0 || is_zero(b.alpha)) return Reason::ok;
-      break;
-    default:  // syr, her, spr, hpr, syr2, her2, spr2, hpr2
-      if (b.n == 0 || is_zero(b.alpha)) return Reason::ok;
-  }
+  if (level2_on_host<E>(node, [&] { host_side(dev, node); })) return Reason::ok;
 
   Job job(dev, node);
   if (Reason r = job.upload(); r != Reason::ok) return r;
