@@ -29,6 +29,7 @@
 
 #include "backends/cuda/device.hpp"
 #include "backends/common/blas_args.hpp"
+#include "backends/common/device_operand.hpp"
 #include "capture/blas/blas.hpp"
 #include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
@@ -36,7 +37,12 @@
 namespace sol::backends::cuda {
 
 // BLAS arguments read as the reference reads them (backends/common/blas_args.hpp).
+using backends::DeviceOperand;
+using backends::device_image;
 using backends::gather;
+using backends::same_copy;
+using backends::Shape;
+using backends::store_into;
 using backends::is_left;
 using backends::is_one;
 using backends::is_unit;
@@ -56,36 +62,14 @@ hal::Reason reason_of(cublasStatus_t st) noexcept;
 // the host).
 inline constexpr int kMaxJobOperands = 4;
 
-enum class Shape : uint8_t { vector, general, triangle, band, packed, host };
-
-struct Operand {
-  capture::blas::Operand ext;  // pointer, extent, read/written
-  Shape shape = Shape::host;
-  int64_t rows = 0, cols = 0, ld = 0, kl = 0, ku = 0;
-  int64_t n = 0, inc = 1;
-  bool upper = false;
-  bool herm = false;  // Hermitian: the diagonal's imaginary parts are not read and are written as 0
-  bool unit = false;  // unit triangular: the diagonal is not read
-  int64_t dld = 0;    // leading dimension on the device (rows, or kl + ku + 1 for a band)
-  size_t device_bytes = 0;
+// An operand and its device layout (backends/common/device_operand.hpp), with its buffer.
+struct Operand : DeviceOperand {
   void* buf = nullptr;  // the device buffer
-  bool kept = false;    // lazy: the result stays on the device (Resident), not downloaded
+  bool kept = false;  // lazy: the result stays on the device (Resident), not downloaded
 };
 
 // The operands of a valid column-major BLAS node with their device layout. Returns how many.
 int describe(const capture::Node& node, Operand out[kMaxJobOperands]);
-
-// Whether two operands are the same host data in the same device layout (a device copy made for
-// one serves the other).
-bool same_copy(const Operand& a, const Operand& b) noexcept;
-
-// The operand's data in its device layout (gathered, packed, sanitised as upload does): the
-// caller's memory itself where the layouts agree, else `stage`, filled.
-const void* device_image(const Operand& o, std::vector<unsigned char>& stage, size_t es);
-
-// Stores the elements the routine writes from `staged` (device layout) into `host`, laid out as
-// the caller's memory at o.ext.ptr (host may be a copy of it).
-void store_into(const Operand& o, unsigned char* host, unsigned char* staged, size_t es) noexcept;
 
 class Resident;
 

@@ -10,130 +10,13 @@
 #include "hal/transfers.hpp"
 
 namespace sol::backends::opencl {
-namespace {
 
 using capture::DType;
 using capture::Node;
 using hal::Reason;
 
-// The device-side view of an operand whose geometry capture::blas::operands() gave (in
-// column-major terms, whatever the node's layout).
-void shape_operand(Operand& o) noexcept {
-  const capture::blas::Operand& e = o.ext;
-  switch (e.shape) {
-    case capture::blas::Shape::scalar: o.shape = Shape::host; break;  // rotm's param
-    case capture::blas::Shape::vector: o.shape = Shape::vector; break;
-    case capture::blas::Shape::general: o.shape = Shape::general; break;
-    case capture::blas::Shape::triangle: o.shape = Shape::triangle; break;
-    case capture::blas::Shape::band: o.shape = Shape::band; break;
-    case capture::blas::Shape::packed: o.shape = Shape::packed; break;
-  }
-  o.rows = e.rows;
-  o.cols = e.cols;
-  o.ld = e.ld;
-  o.kl = e.kl;
-  o.ku = e.ku;
-  o.n = e.n;
-  o.inc = e.inc;
-  o.upper = e.upper;
-  o.herm = e.hermitian;
-  o.unit = e.unit;
-}
-
-// Element offset of the diagonal entry of column j in a layout of leading dimension ld whose
-// band rows are shifted down by `shift`.
-int64_t diagonal_at(const Operand& o, int64_t j, int64_t ld, int64_t shift) noexcept {
-  switch (o.shape) {
-    case Shape::triangle: return j + j * ld;
-    case Shape::band: return shift + o.ku + j * ld;
-    case Shape::packed: return o.upper ? j * (j + 3) / 2 : j * (2 * o.n - j + 1) / 2;
-    default: return -1;
-  }
-}
-
-// Rows [first, last] of column j the routine reads or writes (empty when first > last).
-void column_range(const Operand& o, int64_t j, int64_t& first, int64_t& last) noexcept {
-  switch (o.shape) {
-    case Shape::general:
-      first = 0;
-      last = o.rows - 1;
-      break;
-    case Shape::triangle:
-      first = o.upper ? 0 : j;
-      last = o.upper ? j : o.rows - 1;
-      break;
-    case Shape::band:  // in band-storage rows: matrix row i is stored at row ku + i - j
-      first = std::max<int64_t>(0, o.ku - j);
-      last = std::min<int64_t>(o.kl + o.ku, o.ku + o.rows - 1 - j);
-      break;
-    default: first = 0; last = -1;
-  }
-}
-
-// Entries the reference does not read, in a copy with the device layout: a unit diagonal
-// entirely, a Hermitian diagonal's imaginary half.
-void clear_diagonal(const Operand& o, unsigned char* data, size_t es) noexcept {
-  if (!o.herm && !o.unit) return;
-  const int64_t n = o.shape == Shape::packed ? o.n : o.cols;
-  for (int64_t j = 0; j < n; ++j) {
-    unsigned char* d = data + static_cast<size_t>(diagonal_at(o, j, o.dld, o.shift)) * es;
-    if (o.unit)
-      std::memset(d, 0, es);
-    else
-      std::memset(d + es / 2, 0, es / 2);
-  }
-}
-
-// Copies the referenced rows of every column between the caller's layout (leading dimension
-// o.ld) and the device's (o.dld, rows shifted by o.shift).
-void copy_columns(const Operand& o, unsigned char* dst, const unsigned char* src, bool to_device,
-                  size_t es) noexcept {
-  const int64_t dst_ld = to_device ? o.dld : o.ld, src_ld = to_device ? o.ld : o.dld;
-  const int64_t dst_shift = to_device ? o.shift : 0, src_shift = to_device ? 0 : o.shift;
-  for (int64_t j = 0; j < o.cols; ++j) {
-    int64_t first, last;
-    column_range(o, j, first, last);
-    if (first > last) continue;
-    std::memcpy(dst + static_cast<size_t>(j * dst_ld + first + dst_shift) * es,
-                src + static_cast<size_t>(j * src_ld + first + src_shift) * es,
-                static_cast<size_t>(last - first + 1) * es);
-  }
-}
-
-// Where the device copy of an operand lives and how large it is.
-void device_layout(Operand& o, size_t es) noexcept {
-  switch (o.shape) {
-    case Shape::vector: o.device_bytes = static_cast<size_t>(o.n) * es; break;
-    case Shape::general:
-    case Shape::triangle: o.dld = std::max<int64_t>(o.rows, 1); break;
-    case Shape::band:
-      o.shift = o.widened && o.upper ? 1 : 0;
-      o.dld = o.kl + o.ku + 1 + (o.widened ? 1 : 0);
-      break;
-    case Shape::packed: o.device_bytes = static_cast<size_t>(o.n * (o.n + 1) / 2) * es; break;
-    case Shape::host:
-    case Shape::raw: break;
-  }
-  if (o.dld) o.device_bytes = static_cast<size_t>(o.dld * std::max<int64_t>(o.cols, 0)) * es;
-}
-
-
-}  // namespace
-
 int describe(const Node& node, Operand out[kMaxJobOperands]) {
-  capture::blas::Operand ext[capture::blas::kMaxOperands];
-  const int count = capture::blas::operands(node, ext);
-  const size_t es = capture::dtype_size(node.dtype);
-  int n = 0;
-  for (int i = 0; i < count && n < kMaxJobOperands; ++i) {
-    if (!ext[i].ptr) continue;
-    Operand& o = out[n++];
-    o = Operand{};
-    o.ext = ext[i];
-    shape_operand(o);
-    device_layout(o, es);
-  }
-  return n;
+  return describe_operands<Operand, kMaxJobOperands>(node, out);
 }
 
 Reason reason_of(int status) noexcept {
@@ -142,45 +25,6 @@ Reason reason_of(int status) noexcept {
     case CL_OUT_OF_HOST_MEMORY: return Reason::out_of_memory;
     case CLBlastNotImplemented: return Reason::op_unsupported;
     default: return Reason::device_error;
-  }
-}
-
-bool same_copy(const Operand& a, const Operand& b) noexcept {
-  return a.ext.ptr == b.ext.ptr && a.ext.bytes == b.ext.bytes && a.shape == b.shape && a.rows == b.rows &&
-         a.cols == b.cols && a.ld == b.ld && a.kl == b.kl && a.ku == b.ku && a.n == b.n && a.inc == b.inc &&
-         a.upper == b.upper && a.herm == b.herm && a.unit == b.unit && a.widened == b.widened && a.dld == b.dld &&
-         a.shift == b.shift && a.device_bytes == b.device_bytes;
-}
-
-const void* device_image(const Operand& o, std::vector<unsigned char>& stage, size_t es) {
-  const auto* host = static_cast<const unsigned char*>(o.ext.ptr);
-  const bool packs = o.shape == Shape::general && o.ld != o.dld;
-  const bool gathers = o.shape == Shape::vector && o.inc != 1;
-  const bool sanitises = o.shape == Shape::triangle || o.shape == Shape::band || o.herm || o.unit;
-  if (!packs && !gathers && !sanitises) return host;
-  stage.assign(o.device_bytes, 0);
-  unsigned char* d = stage.data();
-  if (gathers)
-    gather(d, host, o.n, o.inc, es);
-  else if (o.shape == Shape::packed)
-    std::memcpy(d, host, o.device_bytes);
-  else
-    copy_columns(o, d, host, true, es);
-  if (sanitises) clear_diagonal(o, d, es);
-  return d;
-}
-
-void store_into(const Operand& o, unsigned char* host, unsigned char* staged, size_t es) noexcept {
-  if (o.herm) {  // the reference writes a Hermitian diagonal as real
-    const int64_t n = o.shape == Shape::packed ? o.n : o.cols;
-    for (int64_t j = 0; j < n; ++j)
-      std::memset(staged + static_cast<size_t>(diagonal_at(o, j, o.dld, o.shift)) * es + es / 2, 0, es / 2);
-  }
-  switch (o.shape) {
-    case Shape::vector: scatter(host, staged, o.n, o.inc, es); break;
-    case Shape::packed:
-    case Shape::raw: std::memcpy(host, staged, o.device_bytes); break;
-    default: copy_columns(o, host, staged, false, es);
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "backends/opencl/device.hpp"
 #include "backends/common/blas_args.hpp"
+#include "backends/common/device_operand.hpp"
 #include "capture/blas/blas.hpp"
 #include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
@@ -17,7 +18,12 @@
 namespace sol::backends::opencl {
 
 // BLAS arguments read as the reference reads them (backends/common/blas_args.hpp).
+using backends::DeviceOperand;
+using backends::device_image;
 using backends::gather;
+using backends::same_copy;
+using backends::Shape;
+using backends::store_into;
 using backends::is_left;
 using backends::is_one;
 using backends::is_unit;
@@ -37,35 +43,8 @@ hal::Reason reason_of(int status) noexcept;
 // the host).
 inline constexpr int kMaxJobOperands = 4;
 
-// How an operand is laid out, beyond the extent capture::blas::operands() gives.
-enum class Shape : uint8_t {
-  vector,    // n elements at increment inc; on the device: contiguous, logical order
-  general,   // rows x cols, leading dimension ld
-  triangle,  // one triangle (upper) of an n x n matrix (rows = cols = n), ld
-  band,      // band storage: cols columns of ld entries; matrix rows `rows`, kl sub- and ku
-             // super-diagonals (sbmv/tbmv upper: kl = 0, ku = k; lower: kl = k, ku = 0)
-  packed,    // n(n+1)/2 elements, one triangle (upper) column by column
-  host,      // read on the host (rotm's param)
-  raw,       // a DNN tensor's buffer: ext.bytes from ext.ptr, the same bytes on the device
-};
-
-struct Operand {
-  capture::blas::Operand ext;  // pointer, extent, read/written
-  Shape shape = Shape::host;
-  int64_t rows = 0, cols = 0, ld = 0, kl = 0, ku = 0;
-  int64_t n = 0, inc = 1;
-  bool upper = false;
-  bool herm = false;  // Hermitian: the diagonal's imaginary parts are not read and are written as 0
-  bool unit = false;  // unit triangular: the diagonal is not read
-
-  // On the device, matrices are packed to the rows the routine references: leading dimension
-  // dld (rows, n, or kl + ku + 1 for a band). Only the data moves, however large the caller's
-  // leading dimension (a block of a big matrix in a LAPACK-style update). A widened band
-  // (Job::widen_diagonal_band) has one zero diagonal more, above (band rows shifted down by
-  // `shift` = 1) or below.
-  bool widened = false;
-  int64_t dld = 0, shift = 0;
-  size_t device_bytes = 0;
+// An operand and its device layout (backends/common/device_operand.hpp), with its buffer.
+struct Operand : DeviceOperand {
   cl_mem buf = nullptr;
   bool kept = false;  // lazy: the result stays on the device (Resident), not downloaded
 };
@@ -73,18 +52,6 @@ struct Operand {
 // The operands of a valid column-major BLAS node (pointer, extent and access from
 // capture::blas::operands, plus shape and device layout). Returns how many.
 int describe(const capture::Node& node, Operand out[kMaxJobOperands]);
-
-// Whether two operands are the same host data in the same device layout (a device copy made for
-// one serves the other).
-bool same_copy(const Operand& a, const Operand& b) noexcept;
-
-// The operand's data in its device layout (gathered, packed, sanitised as upload does): the
-// caller's memory itself where the layouts agree, else `stage`, filled.
-const void* device_image(const Operand& o, std::vector<unsigned char>& stage, size_t es);
-
-// Stores the elements the routine writes from `staged` (device layout) into `host`, laid out as
-// the caller's memory at o.ext.ptr (host may be a copy of it).
-void store_into(const Operand& o, unsigned char* host, unsigned char* staged, size_t es) noexcept;
 
 class Resident;
 
