@@ -274,8 +274,9 @@ class Race {
           e.out = true;
           continue;
         }
-        // Native's sample is the call itself, unless it must be judged beside home's threads.
-        if (i == native_ && round == 0 && home_ == native_) continue;
+        // Native's sample is the call itself, unless it must be judged beside home's threads (a
+        // short call, which is paired).
+        if (i == native_ && round == 0 && (home_ == native_ || e.best > kLong)) continue;
         const double f = fastest();
         const bool second_chance = i == native_ && home_ == native_ && e.samples == 1 && f > 0 && f < e.best / 1.03 &&
                                    (e.best <= kLong || e.best <= 1.5 * f);

@@ -1,8 +1,9 @@
 // Profiled runs under auto route from the first call. A CPU backend the profile chose for a class
 // pays its own set-up on the first call it gets in a process: oneDNN takes about 30 ms for its
 // first dnnl_sgemm (its start-up and the kernels it compiles for that transposition and size
-// regime), more than a 20-step training loop saves on the classes it wins by a few percent.
-// warm_up() runs each such class once ahead, on scratch operands, on a thread of its own
+// regime), more than a 20-step training loop saves on the classes it wins by a few percent; a
+// first run's measurement would time that set-up instead of the backend. warm_up() runs each
+// such class once ahead, on scratch operands, on a thread of its own
 // (common/startup.hpp: begun once a library SOL intercepts is loaded, while a Python program still
 // imports its modules; exit and fork wait for it), so that the program's first call finds the
 // kernels compiled.
@@ -17,10 +18,11 @@ class Profile;
 
 namespace sol::capture::warm_up {
 
-// For every backend that compiles kernels (Backend::compiles_kernels) and has classes in the
-// profile: at most 16 of its GEMM classes, each dimension capped at 512 (the kernel a size regime
-// gets is what matters, not the work). Nothing when the profile sends no class there. Only from
-// the main thread, at start-up; the registry and profile must outlive the process.
+// For every backend that compiles kernels (Backend::compiles_kernels): at most 16 of the GEMM
+// classes the profile sends there, each dimension capped at 512 (the kernel a size regime gets is
+// what matters, not the work), and, when auto may measure, a 64x64x64 SGEMM first: the backend's
+// own set-up, which measuring its first call would otherwise time. Only from the main thread, at
+// start-up; the registry and profile must outlive the process.
 void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept;
 
 }  // namespace sol::capture::warm_up
