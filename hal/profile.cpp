@@ -390,15 +390,25 @@ std::vector<Profile::Gemm> Profile::gemms_for(const std::string& candidate, size
   return out;
 }
 
-std::string Profile::home(int native) {
+bool Profile::measure_again(int native, uint64_t key) {
   std::lock_guard<std::mutex> lock(mu_);
-  return home_locked(native);
+  if (!remeasured_.insert({native, key}).second) return false;
+  Slot* slot = find(slot_key(native, key), false);
+  if (!slot) return false;
+  recorded_.erase({native, key});
+  slot->value.store(kUnknown, std::memory_order_release);
+  return true;
 }
 
-std::string Profile::home_locked(int native) const {
+std::string Profile::home(int native, uint64_t except_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return home_locked(native, except_key);
+}
+
+std::string Profile::home_locked(int native, uint64_t except_key) const {
   std::map<std::string, double> by_choice;
   for (const auto& [k, v] : recorded_)
-    if (k.first == native) by_choice[v.first] += v.second;
+    if (k.first == native && (except_key == 0 || k.second != except_key)) by_choice[v.first] += v.second;
   std::string best;
   double most = -1;
   for (const auto& [choice, w] : by_choice)

@@ -104,7 +104,11 @@ class Profile {
   // m x n x k): the candidate with the most, "" before any. The program's library threads are
   // mostly that candidate's: a class measured now is judged beside them (capture/exec/measure.hpp).
   // When a record moves the home, the classes that went elsewhere are measured again (once).
-  std::string home(int native);
+  // `except_key`: a class left out of the count (the one being judged).
+  std::string home(int native, uint64_t except_key = 0);
+  // Sends (native, key) back to measurement (its next call measures it), once per process: false
+  // when it was sent back already. For a class whose trial in use ended away from the home.
+  bool measure_again(int native, uint64_t key);
   // The GEMM classes the profile file sends to `candidate` (of any native library), at most `max`,
   // each with the size of its measured call: what a backend that compiles kernels per problem
   // (oneDNN) may prepare before the program's first call (capture/exec/warm_up.hpp).
@@ -151,7 +155,7 @@ class Profile {
   // Recorded by this process: (native, key) -> (choice, weight), for home().
   std::map<std::pair<int, uint64_t>, std::pair<std::string, double>> recorded_;
   std::set<std::pair<int, uint64_t>> remeasured_;  // measured again once already (record())
-  std::string home_locked(int native) const;
+  std::string home_locked(int native, uint64_t except_key = 0) const;
 };
 
 }  // namespace sol::hal::profile

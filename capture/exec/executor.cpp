@@ -79,6 +79,14 @@ struct Executor {
   void note_native() noexcept {
     if (!native_ran.load(std::memory_order_relaxed)) native_ran.store(true, std::memory_order_relaxed);
   }
+  // Per native library (profile index): classes where native's rate was 1.5x below the best, and
+  // the others. A library that lost every class so far is left out of the next ones' measurements
+  // in a program whose calls run elsewhere (native_outclassed()).
+  std::atomic<int> native_lost[16] = {}, native_held[16] = {};
+  bool native_outclassed(int native) const noexcept {
+    return native >= 0 && native < 16 && native_lost[native].load(std::memory_order_relaxed) >= 2 &&
+           native_held[native].load(std::memory_order_relaxed) == 0;
+  }
   std::mutex trials_mu;  // trials; taken only by calls of a class on trial
   std::vector<std::unique_ptr<Trial>> trials;  // finished ones stay: callers may hold pointers
   explicit Executor(const config::Config& c)
@@ -394,8 +402,13 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       home = prof.home(native);
       if (home.empty()) home = "native";
     }
+    // A misdetected library (Prescott kernels on an AVX-512 machine) that lost each class so far
+    // by 1.5x, in a program whose calls now run on a backend: its call, several times slower
+    // than the others', is neither made nor measured again; the chosen candidate computes it.
+    const bool outclassed = own && !home.empty() && home != "native" && ex.native_outclassed(native);
+    if (outclassed) candidates.erase(candidates.begin());  // native is first
     double native_seconds = -1;
-    if (own) {
+    if (own && !outclassed) {
       const uint64_t t0 = monotonic_ns();
       native_call();
       native_seconds = static_cast<double>(monotonic_ns() - t0) * 1e-9;
@@ -404,18 +417,28 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     }
     hal::profile::Row row;
     row.key = key;
+    warm_up::settle();  // a backend still setting up would be timed on its set-up, and slow the others
     const uint64_t measuring_from = monotonic_ns();
     if (!measure::run(node, flops, candidates, native_seconds, home.empty() ? nullptr : home.c_str(), row)) {
       prof.release(native, key);
       return nullptr;
     }
+    if (native >= 0 && native < 16 && !outclassed) {
+      double native_rate = 0, best = 0;
+      for (const auto& r : row.rates) {
+        if (r.candidate == "native") native_rate = r.gflops;
+        best = std::max(best, r.gflops);
+      }
+      (native_rate > 0 && 1.5 * native_rate < best ? ex.native_lost : ex.native_held)[native].fetch_add(1);
+    }
     if (log::enabled(log::Level::debug)) {
       std::string rates;
       for (const auto& r : row.rates) rates += " " + r.candidate + "=" + std::to_string(r.gflops).substr(0, 7);
-      SOL_LOG(debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s (measuring took %.1f ms%s%s%s)",
+      SOL_LOG(debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s (measuring took %.1f ms%s%s%s%s)",
               hal::profile::class_text(key).c_str(), symbol_name(node.sym), row.size.c_str(), rates.c_str(),
               row.choice.c_str(), static_cast<double>(monotonic_ns() - measuring_from) * 1e-6,
-              home.empty() ? "" : ", beside ", home.c_str(), home.empty() ? "" : "'s threads");
+              home.empty() ? "" : ", beside ", home.c_str(), home.empty() ? "" : "'s threads",
+              outclassed ? "; native left out: it lost each earlier class by 1.5x" : "");
     }
     warn_if_measured_slow(node, flops, row);
     if (hal::Backend* b = row.trial.empty() ? nullptr : ex.registry.get(row.trial)) {
@@ -474,6 +497,15 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_native) noexce
     }
     t.row.choice = wins ? t.backend->name() : "native";
     t.row.trial.clear();
+    // The class was measured alone, before the program's other classes settled where its calls
+    // mostly run; a trial that ends away from there is measured again beside those threads.
+    const std::string home = ex.profile.home(t.native, t.key);
+    if (!home.empty() && home != t.row.choice && ex.profile.measure_again(t.native, t.key)) {
+      SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, native %.1f over %d; measuring it again beside %s's threads",
+              t.backend->name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls, t.native_gflops,
+              t.native_calls, home.c_str());
+      return;
+    }
     SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, native %.1f over %d; auto takes %s",
             t.backend->name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls, t.native_gflops,
             t.native_calls, t.row.choice.c_str());

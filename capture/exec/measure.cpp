@@ -97,14 +97,15 @@ class Scratch {
 };
 
 // What the program's home library does around a routed call, for a GEMM class in a mixed
-// program: a GEMM of the same routine large enough to occupy every thread of a pool (256^3, about
-// 0.2 ms on two cores), on buffers of its own. A class's own calls may be too small to wake a
-// library's other threads (OpenBLAS runs a 1024x10x256 SGEMM on one), and then a candidate timed
-// between them never meets the pool that the program's larger calls keep spinning; a probe before
-// and after each of its calls puts it where the program's calls do.
+// program: a GEMM of the same routine large enough for every thread of a pool (128^3: OpenBLAS
+// threads a GEMM from 64^3; about 40 us on two cores), on buffers of its own. A class's own calls
+// may be too small to wake a library's other threads (OpenBLAS runs a 1024x10x256 SGEMM on one),
+// and then a candidate timed between them never meets the pool that the program's larger calls
+// keep spinning; a probe before a batch and after each of its calls puts it where the program's
+// calls do.
 class Probe {
  public:
-  static constexpr int64_t kSize = 256;
+  static constexpr int64_t kSize = 128;
   // False when the node is no GEMM or out of memory.
   bool take(const Node& like) noexcept {
     if (like.op != Op::gemm) return false;
@@ -180,7 +181,7 @@ double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
 //   needs the cores (OpenBLAS after oneDNN's OpenMP, and the reverse, slow down several times).
 //   There each of another candidate's calls is followed by a home one, as in the program, the
 //   candidate is charged what that call took beyond home's own, and it counts by the mean of all
-//   its batches, stalls included; native too when it is not home. For a GEMM the home call around
+//   its batches, stalls included; native too when it is not home. For a GEMM the home call after
 //   it is a probe (Probe) that keeps home's threads busy, as the program's larger calls do.
 //   Otherwise a batch counts by its fastest call: the
 //   library's steady state, which a program calling only it gets once the others' threads sleep.
@@ -240,6 +241,9 @@ class Race {
         if (quarter[i] < 0) e_[i].out = true;
         else if (fastest < 0 || quarter[i] < fastest) fastest = quarter[i];
       }
+    // Without native's call (it was left out) the call's length is the fastest quarter's, scaled:
+    // a short one is not screened (its quarters were the warm-ups).
+    if (native_ >= n && fastest * cut <= kLong) return;
     for (size_t i = 0; i < n; ++i)
       if (quarter[i] > 1.5 * fastest) {
         e_[i].out = true;
@@ -249,6 +253,10 @@ class Race {
   void run() {
     const size_t n = e_.size();
     if (home_ >= n) home_ = native_;
+    // Alone, a short call's native sample is taken again at once, before any other pool has run:
+    // the program's call paid for first touches and its library's first use (a 1024x10x256 SGEMM
+    // at 6 GFLOP/s instead of 60), and a sample after the others would run beside their threads.
+    if (!mixed_ && native_ < n && e_[native_].best > 0 && e_[native_].best <= kLong) sample(native_);
     // A home other than native is timed first: the others' charges are measured against it.
     if (mixed_ && home_ < n && home_ != native_ && !e_[home_].out && !sample(home_)) home_ = native_;
     // The probe's own time after itself, the best of three: what a home call costs in the
@@ -398,8 +406,8 @@ class Race {
     const bool probed = paired && probe_ != nullptr;
     double own = 0, follower = 0, fastest = -1;
     int calls = 0;
+    if (probed) probe_->time(c_[home_]);  // home's threads busy, as after the program's calls
     do {
-      if (probed) probe_->time(c_[home_]);  // home's threads busy, as after the program's calls
       const double t = time_once(scratch_, c_[i]);
       if (t < 0) {
         e.out = true;
@@ -452,7 +460,8 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
       std::snprintf(size + std::strlen(size), sizeof size - std::strlen(size), "%s%lld", size[0] ? "x" : "",
                     static_cast<long long>(d));
   Node quarter{Sym{}, Op{}, DType::none};
-  const bool screening = native_seconds > kLong && scratch.screen(quarter);
+  // Without native's call (native_seconds < 0), the call may be long: the screen tells.
+  const bool screening = (native_seconds > kLong || native_seconds < 0) && scratch.screen(quarter);
   try {
     row.size = size;
     Race race(scratch, candidates, mixed);

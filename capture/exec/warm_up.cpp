@@ -1,6 +1,8 @@
 #include "capture/exec/warm_up.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <new>
 #include <string>
@@ -19,6 +21,7 @@ namespace sol::capture::warm_up {
 namespace {
 
 constexpr size_t kMaxClasses = 16;
+std::atomic<Startup*> g_startup{nullptr};  // set once, by the main thread at start-up
 constexpr int64_t kCap = 512;
 
 struct Plan {
@@ -65,8 +68,7 @@ void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept {
     }
     if (plan->work.empty()) return;
     Plan* p = plan.release();  // never freed: the thread may refer to it until exit
-    Startup::begin([p](bool background, const std::atomic<bool>& stop) {
-      if (!background) return;  // nobody waits for this: a call that finds it not begun goes on
+    Startup* s = Startup::begin([p](bool, const std::atomic<bool>& stop) {
       for (const auto& [name, classes] : p->work) {
         hal::Backend* b = p->registry->get(name);
         if (!b) continue;
@@ -81,7 +83,17 @@ void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept {
                 static_cast<double>(monotonic_ns() - t0) * 1e-6);
       }
     });
+    g_startup.store(s, std::memory_order_release);
   } catch (...) {  // out of memory: the first calls pay, as without warm-up
+  }
+}
+
+void settle() noexcept {
+  Startup* s = g_startup.load(std::memory_order_acquire);
+  if (!s) return;
+  try {
+    s->take(std::chrono::seconds(1));
+  } catch (...) {
   }
 }
 

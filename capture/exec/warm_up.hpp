@@ -25,4 +25,9 @@ namespace sol::capture::warm_up {
 // start-up; the registry and profile must outlive the process.
 void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept;
 
+// Before a measurement: waits for the warm-up to end (runs it here when its thread has not begun),
+// up to a second. A measurement beside it would time a backend on its set-up, and the others
+// beside a busy core.
+void settle() noexcept;
+
 }  // namespace sol::capture::warm_up

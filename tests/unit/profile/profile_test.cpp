@@ -275,6 +275,34 @@ TEST_F(ProfileFiles, ClassesThatLeftTheNewHomeAreMeasuredAgainOnce) {
   EXPECT_EQ(p.home(p.native_index("other")), "");
 }
 
+// A trial that ended away from the home: its class goes back to measurement, once; the home is
+// counted without the class being judged.
+TEST_F(ProfileFiles, AClassIsSentBackToMeasurementOnce) {
+  Profile p(cfg_);
+  const int lib = p.native_index("lib");
+  const uint64_t small = class_of(gemm(1024, 10, 256, 'N', 'T')), large = class_of(gemm(1024, 256, 1024));
+  Row s = row(small, "native");  // the measured choice, recorded when its trial began
+  s.size = "1024x10x256";
+  ASSERT_TRUE(p.claim(lib, small));
+  p.record(lib, s);
+  p.begin_trial(lib, small);
+  Row l = row(large, "native");
+  l.size = "1024x256x1024";
+  ASSERT_TRUE(p.claim(lib, large));
+  p.record(lib, l);
+  EXPECT_EQ(p.home(lib), "native");
+  EXPECT_EQ(p.home(lib, large), "native");  // the small class alone
+  Row only = row(small, "onednn");
+  only.size = "1x1x1";
+  EXPECT_TRUE(p.measure_again(lib, small));
+  EXPECT_EQ(p.lookup(lib, small), Profile::kUnknown);
+  EXPECT_EQ(p.home(lib, large), "");  // no longer counted until it is recorded again
+  ASSERT_TRUE(p.claim(lib, small));
+  p.record(lib, only);
+  EXPECT_FALSE(p.measure_again(lib, small));  // once
+  EXPECT_STREQ(p.candidate_name(p.lookup(lib, small)), "onednn");
+}
+
 TEST_F(ProfileFiles, TheGemmClassesOfACandidateForItsWarmUp) {
   {
     Profile p(cfg_);
