@@ -63,6 +63,7 @@ struct Trial {
 // 2 GHz; GNU OpenMP's spin far less): a trial lasts beyond that, so that its best calls are the
 // candidate's own steady state in this program.
 constexpr uint64_t kTrialNs = 300'000'000;
+constexpr uint64_t kQuietNs = 150'000'000;  // past OpenBLAS's spin after native's last call
 constexpr uint64_t kNativeTurnNs = 20'000'000;
 
 struct Executor {
@@ -474,10 +475,12 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_native) noexce
   if (!by_native) {
     if (gflops > t.best_gflops) t.best_gflops = gflops;
     ++t.calls;
-    // A candidate whose best of three calls in use is still 1.5x behind native's measured call
-    // cannot win: native's turn could only raise native's figure. Each further call of the turn
-    // would cost the program what the candidate loses.
-    const bool lost = t.calls >= 3 && 1.5 * t.best_gflops < t.native_gflops;
+    // A candidate whose best call in use is still 1.5x behind native's measured call once native's
+    // threads have gone quiet (kQuietNs into its turn, three calls at least) cannot win: native's
+    // turn could only raise native's figure, and each further call would cost the program what the
+    // candidate loses. (Before that, OpenBLAS's spinning workers slow oneDNN's team to 4 GFLOP/s on
+    // a 256^3 SGEMM that it runs at 220.)
+    const bool lost = t.calls >= 3 && now + kTrialNs >= t.until_ns + kQuietNs && 1.5 * t.best_gflops < t.native_gflops;
     if (gflops >= 0 && !lost && (t.calls < 3 || now < t.until_ns)) return;
     if (gflops >= 0 && !lost) {
       t.native_turn = true;

@@ -204,19 +204,20 @@ def test_a_candidate_measured_beside_natives_threads_is_tried_in_use(cache):
     assert r.stdout.split(" after")[0] == direct.stdout.split(" after")[0]
 
 
-def test_a_slow_candidate_loses_its_trial_after_three_calls(cache):
-    """Ten times slower in use too: its best of three calls is far behind native's measured call,
-    so the trial ends there, without native's turn; the class's later calls run natively."""
+def test_a_slow_candidate_loses_its_trial_early(cache):
+    """Ten times slower in use too: once native's threads have gone quiet (0.15 s into its turn),
+    its best call is still far behind native's measured call, so the trial ends there, without
+    native's turn (0.3 s and 20 ms otherwise); the class's later calls run natively."""
     r = auto(cache, "repeated_gemm", 128, 1.5, SOL_TEST_SLOW="onednn")
     assert r.returncode == 0, r.stderr
     [(candidate, _, in_use, native, choice)] = trials(r.stderr)
     assert candidate == "onednn" and choice == "native", (in_use, native)
     [m] = [m for m in map(TRIED.match, r.stderr.splitlines()) if m]
-    assert (int(m.group(4)), int(m.group(6))) == (3, 0), m.group(0)
+    assert int(m.group(4)) >= 3 and int(m.group(6)) == 0, m.group(0)
     assert in_use * 1.5 < native, m.group(0)
     calls = re.search(r"^sol: (\d+) calls: (.*)$", r.stderr, re.M)
     per_backend = dict((b, int(n)) for n, b in (p.split() for p in calls.group(2).split(", ")))
-    assert per_backend.get("onednn") == 3 and per_backend["native"] > 100, calls.group(0)
+    assert per_backend.get("onednn") == int(m.group(4)) and per_backend["native"] > 100, calls.group(0)
 
 
 def test_no_trial_in_a_mixed_program(cache):
