@@ -91,6 +91,14 @@ class Backend {
     return false;
   }
 
+  // Whether this backend runs the very library behind `native_fn` with kernels fit for this CPU
+  // where the program's instance runs older ones (the openblas backend's private instance beside
+  // an OpenBLAS that did not recognise the CPU): the same code, faster, for every call. auto then
+  // neither measures native nor makes its slow call.
+  virtual bool outclasses_native(capture::Sym /*routine*/, const void* /*native_fn*/) const noexcept {
+    return false;
+  }
+
   // Whether nodes run on a device with memory of its own (opencl, cuda), which may be the CPU
   // itself (pocl). Known without init(). Under auto such a backend is a candidate only when its
   // device is an accelerator: on the CPU it runs on the cores the CPU backends use, through a

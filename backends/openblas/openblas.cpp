@@ -98,6 +98,18 @@ class OpenBlas final : public hal::Backend {
     return theirs && theirs == dlsym(lib_, "openblas_get_config");
   }
 
+  bool outclasses_native(Sym /*routine*/, const void* native_fn) const noexcept override {
+    if (!replaces_programs_ || !programs_config_ || !native_fn) return false;
+    // native_fn's library is the program's OpenBLAS, or a front end over it (Debian's libblas.so.3).
+    Dl_info info{};
+    if (!dladdr(native_fn, &info) || !info.dli_fname) return false;
+    void* lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!lib) return false;
+    const void* theirs = dlsym(lib, "openblas_get_config");
+    dlclose(lib);
+    return theirs == programs_config_;
+  }
+
   Reason run(Node& node) noexcept override {
     const Sym routine = capture::blas::fortran_routine(node.op, node.dtype, node.blas.real_alpha);
     if (routine == capture::blas::kNoRoutine) return Reason::op_unsupported;
@@ -137,6 +149,7 @@ class OpenBlas final : public hal::Backend {
     if (shared_) {
       kernels_note_ = "private instance (the program's runs " + check.core + " kernels)";
       replaces_programs_ = true;
+      programs_config_ = dlsym(lib_, "openblas_get_config");
       if (auto get = reinterpret_cast<int (*)()>(dlsym(lib_, "openblas_get_num_threads")))
         programs_threads_ = get();
     } else {
@@ -260,6 +273,7 @@ class OpenBlas final : public hal::Backend {
   bool shared_ = false;
   bool replaces_programs_ = false;  // lib_ is a private instance standing in for the program's
   int programs_threads_ = 0;        // the program's instance's thread count when that happened
+  const void* programs_config_ = nullptr;  // the program's instance's openblas_get_config
   std::string kernels_;             // openblas_get_corename() of lib_: "Zen"
   std::string kernels_note_;        // how lib_'s kernels came about, when not as usual
   std::string version_;

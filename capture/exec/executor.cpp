@@ -403,10 +403,19 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       home = prof.home(native);
       if (home.empty()) home = "native";
     }
-    // A misdetected library (Prescott kernels on an AVX-512 machine) that lost each class so far
-    // by 1.5x, in a program whose calls now run on a backend: its call, several times slower
-    // than the others', is neither made nor measured again; the chosen candidate computes it.
-    const bool outclassed = own && !home.empty() && home != "native" && ex.native_outclassed(native);
+    // A misdetected library (Prescott kernels on an AVX-512 machine): run by a backend with this
+    // CPU's kernels, or lost each class so far by 1.5x in a program whose calls now run on a
+    // backend. Its call, several times slower than the others', is neither made nor measured;
+    // the chosen candidate computes it.
+    std::string left_out;
+    if (own) {
+      for (hal::Backend* b : backends)
+        if (left_out.empty() && b->outclasses_native(routine, own))
+          left_out = std::string(b->name()) + " runs its library with this CPU's kernels";
+      if (left_out.empty() && !home.empty() && home != "native" && ex.native_outclassed(native))
+        left_out = "it lost each earlier class by 1.5x";
+    }
+    const bool outclassed = !left_out.empty();
     if (outclassed) candidates.erase(candidates.begin());  // native is first
     double native_seconds = -1;
     if (own && !outclassed) {
@@ -424,6 +433,7 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       prof.release(native, key);
       return nullptr;
     }
+    if (outclassed) ex.note_native();  // the program's calls of other classes come after this one
     if (native >= 0 && native < 16 && !outclassed) {
       double native_rate = 0, best = 0;
       for (const auto& r : row.rates) {
@@ -435,11 +445,11 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     if (log::enabled(log::Level::debug)) {
       std::string rates;
       for (const auto& r : row.rates) rates += " " + r.candidate + "=" + std::to_string(r.gflops).substr(0, 7);
-      SOL_LOG(debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s (measuring took %.1f ms%s%s%s%s)",
+      SOL_LOG(debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s (measuring took %.1f ms%s%s%s%s%s)",
               hal::profile::class_text(key).c_str(), symbol_name(node.sym), row.size.c_str(), rates.c_str(),
               row.choice.c_str(), static_cast<double>(monotonic_ns() - measuring_from) * 1e-6,
               home.empty() ? "" : ", beside ", home.c_str(), home.empty() ? "" : "'s threads",
-              outclassed ? "; native left out: it lost each earlier class by 1.5x" : "");
+              outclassed ? "; native left out: " : "", left_out.c_str());
     }
     warn_if_measured_slow(node, flops, row);
     if (hal::Backend* b = row.trial.empty() ? nullptr : ex.registry.get(row.trial)) {
