@@ -18,6 +18,19 @@
 namespace sol::backends::openblas {
 namespace {
 
+// The openblas_get_config of the OpenBLAS instance behind `fn`: fn's own library's, or the one a
+// front end (its own interface code, as Debian's libblas.so.3) reaches through its dependencies;
+// nullptr when none. It names an instance: two front ends over one OpenBLAS give the same.
+const void* openblas_config_of(const void* fn) noexcept {
+  Dl_info info{};
+  if (!dladdr(fn, &info) || !info.dli_fname) return nullptr;
+  void* lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!lib) return nullptr;
+  const void* config = dlsym(lib, "openblas_get_config");
+  dlclose(lib);
+  return config;
+}
+
 using capture::Node;
 using capture::Sym;
 using hal::Reason;
@@ -87,27 +100,12 @@ class OpenBlas final : public hal::Backend {
     if (!native_fn) return false;
     if (native_fn == fns_[static_cast<size_t>(routine)]) return true;
     if (!shared_) return false;  // a private instance or another library: code of its own
-    // native_fn's library is a front end (its own interface code) over an OpenBLAS: the same
-    // instance as ours when its openblas_get_config is ours, found through its dependencies.
-    Dl_info info{};
-    if (!dladdr(native_fn, &info) || !info.dli_fname) return false;
-    void* front = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-    if (!front) return false;
-    const void* theirs = dlsym(front, "openblas_get_config");
-    dlclose(front);
+    const void* theirs = openblas_config_of(native_fn);
     return theirs && theirs == dlsym(lib_, "openblas_get_config");
   }
 
   bool outclasses_native(Sym /*routine*/, const void* native_fn) const noexcept override {
-    if (!replaces_programs_ || !programs_config_ || !native_fn) return false;
-    // native_fn's library is the program's OpenBLAS, or a front end over it (Debian's libblas.so.3).
-    Dl_info info{};
-    if (!dladdr(native_fn, &info) || !info.dli_fname) return false;
-    void* lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-    if (!lib) return false;
-    const void* theirs = dlsym(lib, "openblas_get_config");
-    dlclose(lib);
-    return theirs == programs_config_;
+    return replaces_programs_ && programs_config_ && native_fn && openblas_config_of(native_fn) == programs_config_;
   }
 
   Reason run(Node& node) noexcept override {
