@@ -43,6 +43,22 @@ inline size_t vector_at(int64_t i, int64_t n, int64_t inc) noexcept {
   return static_cast<size_t>(inc >= 0 ? i * inc : (n - 1 - i) * -inc);
 }
 
+// A written vector at increment 0 makes the reference's loop a sequential recurrence on one
+// element (axpy accumulates into it, copy keeps the last value...): not a parallel operation, so
+// no device backend takes it.
+inline bool sequential_recurrence(const capture::Node& node) noexcept {
+  const capture::BlasArgs& b = node.blas;
+  if (b.n <= 1) return false;
+  switch (node.op) {
+    case capture::Op::swap:
+    case capture::Op::rot:
+    case capture::Op::rotm: return b.incx == 0 || b.incy == 0;
+    case capture::Op::axpy:
+    case capture::Op::copy: return b.incy == 0;
+    default: return false;
+  }
+}
+
 // Element types: E's real type, and whether E is complex.
 template <class E>
 struct RealType {

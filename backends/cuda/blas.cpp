@@ -349,23 +349,8 @@ Reason blas_supports(const Device& dev, const Node& node) noexcept {
   if (node.op == Op::rotm && (node.dtype == DType::c64 || node.dtype == DType::c128)) return Reason::dtype_unsupported;
   if (node.blas.layout == 'R') return Reason::stride_unsupported;  // the executor converts these first
 
-  // A written vector at increment 0 makes the reference's loop a sequential recurrence on one
-  // element (axpy accumulates into it, copy keeps the last value...): not a parallel operation.
+  if (sequential_recurrence(node)) return Reason::stride_unsupported;
   const capture::BlasArgs& b = node.blas;
-  if (b.n > 1) {
-    switch (node.op) {
-      case Op::swap:
-      case Op::rot:
-      case Op::rotm:
-        if (b.incx == 0 || b.incy == 0) return Reason::stride_unsupported;
-        break;
-      case Op::axpy:
-      case Op::copy:
-        if (b.incy == 0) return Reason::stride_unsupported;
-        break;
-      default: break;
-    }
-  }
   // cuBLAS's 32-bit interface: dimensions, and the leading dimensions on the device (at most the
   // dimensions: operands are packed there).
   for (int64_t v : {b.m, b.n, b.k, b.kl, b.ku})
