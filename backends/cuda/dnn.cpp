@@ -59,10 +59,6 @@ using ir::TensorDesc;
 constexpr uint64_t kPoolKeep = uint64_t{256} << 20;
 constexpr size_t kMaxWorkspace = size_t{1} << 30;  // of one convolution algorithm
 
-bool forward(const Desc& d) {
-  return d.prop == Prop::forward_training || d.prop == Prop::forward_inference;
-}
-
 Reason reason_of_cudnn(cudnnStatus_t st) {
   if (st == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED || st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
     return Reason::out_of_memory;

@@ -19,6 +19,9 @@ using ir::Desc;
 using ir::Layout;
 using ir::Prop;
 using ir::TensorDesc;
+using ir::count_sources;
+using ir::forward;
+using ir::same_dims;
 
 bool fits_int(int64_t v) noexcept {
   return v >= 0 && v <= INT_MAX;
@@ -98,22 +101,6 @@ bool make_view(const Layout& l, const int64_t* dense, View& v) noexcept {
   return true;
 }
 
-bool forward(const Desc& d) noexcept {
-  return d.prop == Prop::forward_training || d.prop == Prop::forward_inference;
-}
-
-bool same_dims(const TensorDesc& a, const TensorDesc& b) noexcept {
-  if (a.layout.ndims != b.layout.ndims) return false;
-  for (int d = 0; d < a.layout.ndims; ++d)
-    if (a.layout.dims[d] != b.layout.dims[d]) return false;
-  return true;
-}
-
-int count_sources(const Desc& d) noexcept {
-  int n = 0;
-  while (d.find(Arg::multi_src, n) >= 0) ++n;
-  return n;
-}
 
 // Whether the layout is one Layout::offset() addresses inside the tensor's buffer.
 bool addressable(const TensorDesc& t, const void* data) noexcept {
@@ -271,21 +258,9 @@ Reason check_eltwise(const Desc& d) noexcept {
 }
 
 Reason check_bnorm(const Desc& d) noexcept {
-  if (!forward(d) && d.prop != Prop::backward && d.prop != Prop::backward_data) return Reason::prop_unsupported;
+  if (Reason r = ir::check_bnorm_tensors(d); r != Reason::ok) return r;
   const TensorDesc* x = d.desc(Arg::src);
-  const TensorDesc* y = d.desc(forward(d) ? Arg::dst : Arg::diff_dst);
-  if (!x || !y || !same_dims(*x, *y) || x->layout.ndims < 2) return Reason::desc_invalid;
   const int64_t c = x->layout.dims[1];
-  const bool stats_in = d.global_stats || !forward(d);
-  for (Arg a : {Arg::mean, Arg::variance}) {
-    const TensorDesc* t = d.desc(a);
-    if ((stats_in && !t) || (t && t->layout.elements() != c)) return Reason::desc_invalid;
-  }
-  for (Arg a : {Arg::scale, Arg::shift, Arg::diff_scale, Arg::diff_shift})
-    if (const TensorDesc* t = d.desc(a); t && t->layout.elements() != c) return Reason::desc_invalid;
-  if (d.use_scale && !d.desc(Arg::scale)) return Reason::desc_invalid;
-  if (d.use_shift && forward(d) && !d.desc(Arg::shift)) return Reason::desc_invalid;
-  if (!forward(d) && (!d.desc(Arg::diff_src) || !same_dims(*d.desc(Arg::diff_src), *x))) return Reason::desc_invalid;
   // The fused ReLU's mask travels in a workspace from training to the backward pass.
   if (d.fuse_relu && d.prop != Prop::forward_inference) return Reason::workspace_unsupported;
   // cuDNN's backward pass differentiates through the batch statistics; with global statistics
@@ -300,14 +275,7 @@ Reason check_bnorm(const Desc& d) noexcept {
 }
 
 Reason check_softmax(const Desc& d) noexcept {
-  if (!forward(d) && d.prop != Prop::backward_data) return Reason::prop_unsupported;
-  const TensorDesc* dst = d.desc(Arg::dst);
-  if (!dst || d.axis < 0 || d.axis >= dst->layout.ndims) return Reason::desc_invalid;
-  for (Arg a : {forward(d) ? Arg::src : Arg::diff_dst, forward(d) ? Arg::src : Arg::diff_src}) {
-    const TensorDesc* t = d.desc(a);
-    if (!t || !same_dims(*t, *dst)) return Reason::desc_invalid;
-  }
-  return Reason::ok;
+  return ir::check_softmax_tensors(d);
 }
 
 Reason check_binary(const Desc& d) noexcept {
@@ -322,32 +290,16 @@ Reason check_binary(const Desc& d) noexcept {
 }
 
 Reason check_sum(const Desc& d) noexcept {
-  const TensorDesc* y = d.desc(Arg::dst);
-  const int n = count_sources(d);
-  if (!y || n == 0) return Reason::desc_invalid;
-  for (int i = 0; i < n; ++i)
-    if (!same_dims(*d.desc(Arg::multi_src, i), *y)) return Reason::desc_invalid;
-  return fits_int(y->layout.elements()) ? Reason::ok : Reason::too_large;
+  if (Reason r = ir::check_sum_tensors(d); r != Reason::ok) return r;
+  return fits_int(d.desc(Arg::dst)->layout.elements()) ? Reason::ok : Reason::too_large;
 }
 
 Reason check_concat(const Desc& d) noexcept {
-  const TensorDesc* y = d.desc(Arg::dst);
-  const int n = count_sources(d);
-  if (!y || n == 0 || d.axis < 0 || d.axis >= y->layout.ndims) return Reason::desc_invalid;
-  int64_t total = 0;
-  for (int i = 0; i < n; ++i) {
-    const Layout& l = d.desc(Arg::multi_src, i)->layout;
-    if (l.ndims != y->layout.ndims) return Reason::desc_invalid;
-    for (int k = 0; k < l.ndims; ++k)
-      if (k != d.axis && l.dims[k] != y->layout.dims[k]) return Reason::desc_invalid;
-    total += l.dims[d.axis];
-  }
-  return total == y->layout.dims[d.axis] ? Reason::ok : Reason::desc_invalid;
+  return ir::check_concat_tensors(d);
 }
 
 Reason check_reorder(const Desc& d) noexcept {
-  const TensorDesc *x = d.desc(Arg::src), *y = d.desc(Arg::dst);
-  return x && y && same_dims(*x, *y) ? Reason::ok : Reason::desc_invalid;
+  return ir::check_reorder_tensors(d);
 }
 
 Reason check_kind(const Desc& d) noexcept {

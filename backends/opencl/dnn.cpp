@@ -24,8 +24,16 @@ using capture::DType;
 using capture::Op;
 using capture::dnn::Alg;
 using capture::dnn::broadcasts_to;
+using capture::dnn::check_bnorm_tensors;
+using capture::dnn::check_concat_tensors;
+using capture::dnn::check_reorder_tensors;
+using capture::dnn::check_softmax_tensors;
+using capture::dnn::check_sum_tensors;
+using capture::dnn::count_sources;
+using capture::dnn::forward;
 using capture::dnn::is_binary;
 using capture::dnn::is_eltwise;
+using capture::dnn::same_dims;
 using capture::dnn::uses_dst;
 using capture::dnn::Arg;
 using capture::dnn::Call;
@@ -131,20 +139,6 @@ bool covers(const TensorDesc& t) {
 
 // ------------------------------------------------------------------------------ alg families
 
-bool forward(const Desc& d) {
-  return d.prop == Prop::forward_training || d.prop == Prop::forward_inference;
-}
-bool same_dims(const TensorDesc& a, const TensorDesc& b) {
-  if (a.layout.ndims != b.layout.ndims) return false;
-  for (int d = 0; d < a.layout.ndims; ++d)
-    if (a.layout.dims[d] != b.layout.dims[d]) return false;
-  return true;
-}
-int count_sources(const Desc& d) {
-  int n = 0;
-  while (d.find(Arg::multi_src, n) >= 0) ++n;
-  return n;
-}
 int64_t product(const int64_t* dims, int from, int to) {
   int64_t n = 1;
   for (int d = from; d < to; ++d) n *= dims[d];
@@ -382,40 +376,17 @@ bool bnorm_mask(const Desc& d) {
 }
 
 Reason check_bnorm(const Desc& d) {
-  if (!forward(d) && d.prop != Prop::backward && d.prop != Prop::backward_data)
-    return Reason::prop_unsupported;
-  const TensorDesc* x = d.desc(Arg::src);
-  const TensorDesc* y = d.desc(forward(d) ? Arg::dst : Arg::diff_dst);
-  if (!x || !y || !same_dims(*x, *y) || x->layout.ndims < 2) return Reason::desc_invalid;
-  const int64_t c = x->layout.dims[1];
-  const bool stats_in = d.global_stats || !forward(d);
-  for (Arg a : {Arg::mean, Arg::variance}) {
-    const TensorDesc* t = d.desc(a);
-    if ((stats_in && !t) || (t && t->layout.elements() != c)) return Reason::desc_invalid;
-  }
-  for (Arg a : {Arg::scale, Arg::shift, Arg::diff_scale, Arg::diff_shift})
-    if (const TensorDesc* t = d.desc(a); t && t->layout.elements() != c) return Reason::desc_invalid;
-  if (d.use_scale && !d.desc(Arg::scale)) return Reason::desc_invalid;
-  if (d.use_shift && forward(d) && !d.desc(Arg::shift)) return Reason::desc_invalid;
-  if (!forward(d) && (!d.desc(Arg::diff_src) || !same_dims(*d.desc(Arg::diff_src), *x)))
-    return Reason::desc_invalid;
+  if (Reason r = check_bnorm_tensors(d); r != Reason::ok) return r;
   if (bnorm_mask(d)) {
     const TensorDesc* ws = d.desc(Arg::workspace);
     if (!ws) return Reason::desc_invalid;
-    if (ws->bytes * 8 < static_cast<size_t>(x->layout.elements())) return Reason::workspace_unsupported;
+    if (ws->bytes * 8 < static_cast<size_t>(d.desc(Arg::src)->layout.elements())) return Reason::workspace_unsupported;
   }
   return Reason::ok;
 }
 
 Reason check_softmax(const Desc& d) {
-  if (!forward(d) && d.prop != Prop::backward_data) return Reason::prop_unsupported;
-  const TensorDesc* dst = d.desc(Arg::dst);
-  if (!dst || d.axis < 0 || d.axis >= dst->layout.ndims) return Reason::desc_invalid;
-  for (Arg a : {forward(d) ? Arg::src : Arg::diff_dst, forward(d) ? Arg::src : Arg::diff_src}) {
-    const TensorDesc* t = d.desc(a);
-    if (!t || !same_dims(*t, *dst)) return Reason::desc_invalid;
-  }
-  return Reason::ok;
+  return check_softmax_tensors(d);
 }
 
 Reason check_binary(const Desc& d) {
@@ -425,32 +396,15 @@ Reason check_binary(const Desc& d) {
 }
 
 Reason check_sum(const Desc& d) {
-  const TensorDesc* y = d.desc(Arg::dst);
-  const int n = count_sources(d);
-  if (!y || n == 0) return Reason::desc_invalid;
-  for (int i = 0; i < n; ++i)
-    if (!same_dims(*d.desc(Arg::multi_src, i), *y)) return Reason::desc_invalid;
-  return Reason::ok;
+  return check_sum_tensors(d);
 }
 
 Reason check_concat(const Desc& d) {
-  const TensorDesc* y = d.desc(Arg::dst);
-  const int n = count_sources(d);
-  if (!y || n == 0 || d.axis < 0 || d.axis >= y->layout.ndims) return Reason::desc_invalid;
-  int64_t total = 0;
-  for (int i = 0; i < n; ++i) {
-    const Layout& l = d.desc(Arg::multi_src, i)->layout;
-    if (l.ndims != y->layout.ndims) return Reason::desc_invalid;
-    for (int k = 0; k < l.ndims; ++k)
-      if (k != d.axis && l.dims[k] != y->layout.dims[k]) return Reason::desc_invalid;
-    total += l.dims[d.axis];
-  }
-  return total == y->layout.dims[d.axis] ? Reason::ok : Reason::desc_invalid;
+  return check_concat_tensors(d);
 }
 
 Reason check_reorder(const Desc& d) {
-  const TensorDesc *x = d.desc(Arg::src), *y = d.desc(Arg::dst);
-  return x && y && same_dims(*x, *y) ? Reason::ok : Reason::desc_invalid;
+  return check_reorder_tensors(d);
 }
 
 Reason check_kind(const Desc& d) {

@@ -21,4 +21,21 @@ bool broadcasts_to(const TensorDesc& b, const TensorDesc& a) noexcept;
 // broadcast to dst. attr_unsupported or desc_invalid, else ok.
 hal::Reason check_post_ops(const Desc& d) noexcept;
 
+// A forward propagation (training or inference); two tensors of the same dims; how many multi_src
+// tensors a node has (sum, concat).
+bool forward(const Desc& d) noexcept;
+bool same_dims(const TensorDesc& a, const TensorDesc& b) noexcept;
+int count_sources(const Desc& d) noexcept;
+
+// What a node's tensors must be, whatever runs it: the ones its kind and propagation read and
+// write are there, with dims that agree. prop_unsupported (a propagation the kind has not) or
+// desc_invalid, else ok. Each backend adds what it can run.
+hal::Reason check_softmax_tensors(const Desc& d) noexcept;
+hal::Reason check_sum_tensors(const Desc& d) noexcept;
+hal::Reason check_concat_tensors(const Desc& d) noexcept;
+hal::Reason check_reorder_tensors(const Desc& d) noexcept;
+// Batch normalization: src and dst (diff_dst), per-channel statistics present where read (global
+// statistics, or backward) and of the channel count, scale/shift likewise, diff_src backward.
+hal::Reason check_bnorm_tensors(const Desc& d) noexcept;
+
 }  // namespace sol::capture::dnn

@@ -17,6 +17,9 @@ using capture::DType;
 using capture::Op;
 using capture::dnn::Alg;
 using capture::dnn::broadcasts_to;  // and the other checks every backend shares (capture/dnn/validate.hpp)
+using capture::dnn::count_sources;
+using capture::dnn::forward;
+using capture::dnn::same_dims;
 using capture::dnn::is_binary;
 using capture::dnn::is_eltwise;
 using capture::dnn::uses_dst;
@@ -79,8 +82,6 @@ float eltwise_fwd(Alg a, float s, float alpha, float beta) noexcept;
 float eltwise_bwd(Alg a, float dd, float x, float alpha, float beta) noexcept;
 float binary_op(Alg a, float x, float y) noexcept;
 
-// Helpers for checks.
-bool same_dims(const TensorDesc& a, const TensorDesc& b) noexcept;
 
 // The kind families. *_check: Reason::ok or why not (after dnn.cpp's generic checks: tensors
 // addressable, dtypes f32/bf16, post-ops well formed). *_run: computes; may throw std::bad_alloc

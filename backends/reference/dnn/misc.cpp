@@ -8,10 +8,6 @@
 namespace sol::backends::reference::dnn {
 namespace {
 
-bool forward(const Desc& d) {
-  return d.prop == Prop::forward_training || d.prop == Prop::forward_inference;
-}
-
 // Dense strides of `t` against the dims of `full`: 0 along the dims `t` broadcasts.
 void broadcast_strides(const TensorDesc& t, const TensorDesc& full, int64_t* strides) {
   const Shape s = shape_of(t);
@@ -33,11 +29,6 @@ void each_broadcast(const Shape& full, const int64_t* strides, F&& f) {
   }
 }
 
-int count_sources(const Desc& d) {
-  int n = 0;
-  while (d.find(Arg::multi_src, n) >= 0) ++n;
-  return n;
-}
 
 }  // namespace
 

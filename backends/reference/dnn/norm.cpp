@@ -12,10 +12,6 @@
 namespace sol::backends::reference::dnn {
 namespace {
 
-bool forward(const Desc& d) {
-  return d.prop == Prop::forward_training || d.prop == Prop::forward_inference;
-}
-
 // The values of one normalization group: offsets base(r) + i * stride(...) for i in [0, len).
 // Batch norm: (N, C, S) dense, group c holds n * C * S + c * S + s. Layer norm: (R, C) dense.
 struct Groups {

@@ -16,10 +16,6 @@ struct Geo {
   int64_t window() const { return k[0] * k[1] * k[2]; }
 };
 
-bool forward(const Desc& d) {
-  return d.prop == Prop::forward_training || d.prop == Prop::forward_inference;
-}
-
 bool geometry(const Desc& d, Geo& g) {
   const TensorDesc* xt = d.desc(forward(d) ? Arg::src : Arg::diff_src);
   const TensorDesc* yt = d.desc(forward(d) ? Arg::dst : Arg::diff_dst);

@@ -23,10 +23,6 @@ Rows rows_of(const TensorDesc& t, int axis) {
   return r;
 }
 
-bool forward(const Desc& d) {
-  return d.prop == Prop::forward_training || d.prop == Prop::forward_inference;
-}
-
 // Calls f(first offset, stride) for each row.
 template <class F>
 void each_row(const Rows& r, F&& f) {

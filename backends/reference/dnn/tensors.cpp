@@ -143,11 +143,5 @@ void scatter(const Call& call, Arg arg, const T* values, const Epilogue* epilogu
 template void scatter<float>(const Call&, Arg, const float*, const Epilogue*) noexcept;
 template void scatter<double>(const Call&, Arg, const double*, const Epilogue*) noexcept;
 
-bool same_dims(const TensorDesc& a, const TensorDesc& b) noexcept {
-  if (a.layout.ndims != b.layout.ndims) return false;
-  for (int d = 0; d < a.layout.ndims; ++d)
-    if (a.layout.dims[d] != b.layout.dims[d]) return false;
-  return true;
-}
 
 }  // namespace sol::backends::reference::dnn
