@@ -55,12 +55,12 @@ bool intercepted_library_loaded(size_t& seen) {
   return found;
 }
 
-Startup* Startup::begin(Work work) noexcept {
+Startup* Startup::begin(Work work, std::chrono::milliseconds not_before) noexcept {
   if (::getpid() != static_cast<pid_t>(::gettid())) return nullptr;
   try {
     const int slot = g_count.load(std::memory_order_relaxed);
     if (slot >= kSlots) return nullptr;
-    auto* s = new Startup(std::move(work));
+    auto* s = new Startup(std::move(work), not_before);
     g_startups[slot].store(s, std::memory_order_release);
     g_count.store(slot + 1, std::memory_order_release);  // only the main thread adds
     t_exit_guard.armed = true;  // its first use registers its destructor with the main thread
@@ -167,6 +167,7 @@ void Startup::after_fork_child() {
 void Startup::thread_main(Startup* s) {
   using std::chrono::milliseconds;
   size_t seen = 0;
+  bool found = false;
   for (milliseconds waited{0}; waited < kGiveUp;) {
     const milliseconds pause{waited < milliseconds(1000) ? 10 : 100};
     {
@@ -177,7 +178,8 @@ void Startup::thread_main(Startup* s) {
         return;
     }
     waited += pause;
-    if (s->look(seen)) {
+    found = found || s->look(seen);
+    if (found && waited >= s->not_before_) {
       s->run(true);
       return;
     }

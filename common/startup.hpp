@@ -52,7 +52,9 @@ class Startup {
   // it), else nullptr and nothing runs. Never freed: the thread, the fork handlers and the exit
   // guard refer to it. nullptr too when out of memory or out of slots (a few per process). A
   // start-up whose thread could not be created is still returned: the first take() runs it.
-  static Startup* begin(Work work) noexcept;
+  // `not_before`: the thread begins no earlier than that after begin(), however soon the library
+  // shows up; a process that ends sooner never pays for the work (a take() still runs it).
+  static Startup* begin(Work work, std::chrono::milliseconds not_before = std::chrono::milliseconds(0)) noexcept;
 
   // Runs the work here unless it has begun (the thread's, or another take()'s), else waits for it
   // up to `limit`.
@@ -62,7 +64,7 @@ class Startup {
   State state();
 
  private:
-  explicit Startup(Work work) : work_(std::move(work)) {}
+  Startup(Work work, std::chrono::milliseconds not_before) : work_(std::move(work)), not_before_(not_before) {}
   bool run(bool background);
   bool look(size_t& seen);
   bool busy() const;
@@ -74,6 +76,7 @@ class Startup {
   friend struct StartupExitGuard;
 
   Work work_;
+  std::chrono::milliseconds not_before_;
   std::mutex mu_;
   std::condition_variable cv_;
   State state_ = State::waiting;

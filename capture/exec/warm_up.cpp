@@ -21,6 +21,9 @@ namespace sol::capture::warm_up {
 namespace {
 
 constexpr size_t kMaxClasses = 16;
+// A process that ends within this of its start (a short script that loads NumPy) never pays for the
+// warm-up: oneDNN's library and set-up, about 40 ms, which its exit would wait for.
+constexpr std::chrono::milliseconds kNotBefore{200};
 std::atomic<Startup*> g_startup{nullptr};  // set once, by the main thread at start-up
 constexpr int64_t kCap = 512;
 
@@ -82,7 +85,7 @@ void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept {
         SOL_LOG(debug, "warmed %s up for %zu class%s in %.1f ms", name.c_str(), ran, ran == 1 ? "" : "es",
                 static_cast<double>(monotonic_ns() - t0) * 1e-6);
       }
-    });
+    }, kNotBefore);
     g_startup.store(s, std::memory_order_release);
   } catch (...) {  // out of memory: the first calls pay, as without warm-up
   }
