@@ -19,28 +19,14 @@ using ir::Desc;
 using ir::Layout;
 using ir::Prop;
 using ir::TensorDesc;
+using ir::extent;
+using ir::padded_elements;
 using ir::count_sources;
 using ir::forward;
 using ir::same_dims;
 
 bool fits_int(int64_t v) noexcept {
   return v >= 0 && v <= INT_MAX;
-}
-
-int64_t padded_elements(const Layout& l) noexcept {
-  int64_t n = 1;
-  for (int d = 0; d < l.ndims; ++d) n *= l.padded[d];
-  return l.ndims ? n : 0;
-}
-
-// One past the last element offset() reaches (0 for an empty tensor).
-int64_t extent(const Layout& l) noexcept {
-  int64_t last[ir::kMaxDims];
-  for (int d = 0; d < l.ndims; ++d) {
-    if (l.padded[d] == 0) return 0;
-    last[d] = l.padded[d] - 1;
-  }
-  return l.offset(last) + 1;  // offsets grow with every index: strides are not negative
 }
 
 // Dense strides of `dims` in the order `perm` (nullptr: identity), per logical dim.
@@ -101,26 +87,15 @@ bool make_view(const Layout& l, const int64_t* dense, View& v) noexcept {
   return true;
 }
 
-
-// Whether the layout is one Layout::offset() addresses inside the tensor's buffer.
-bool addressable(const TensorDesc& t, const void* data) noexcept {
+// Whether the layout is one Layout::offset() addresses inside the tensor's buffer, without padding
+// where it is plain.
+bool cudnn_addressable(const TensorDesc& t, const void* data) noexcept {
+  if (!ir::addressable(t, data)) return false;
+  // A plain layout here has no padding (cuDNN's tensor descriptors describe dims and strides).
   const Layout& l = t.layout;
-  if (l.ndims < 1 || l.ndims > ir::kMaxDims || l.nblocks < 0 || l.nblocks > ir::kMaxBlocks) return false;
-  int64_t blocked[ir::kMaxDims];
-  for (int d = 0; d < l.ndims; ++d) {
-    if (l.dims[d] < 0 || l.padded[d] < l.dims[d] || l.strides[d] < 0) return false;
-    if (l.plain() && l.padded[d] != l.dims[d]) return false;
-    blocked[d] = 1;
-  }
-  for (int b = 0; b < l.nblocks; ++b) {
-    if (l.block_dim[b] < 0 || l.block_dim[b] >= l.ndims || l.block[b] < 1) return false;
-    blocked[l.block_dim[b]] *= l.block[b];
-  }
   for (int d = 0; d < l.ndims; ++d)
-    if (l.padded[d] % blocked[d]) return false;
-  if (padded_elements(l) == 0) return true;
-  if (!data || l.offset0 < 0) return false;
-  return t.bytes == 0 || static_cast<size_t>(extent(l)) * capture::dtype_size(t.dtype) <= t.bytes;
+    if (l.plain() && l.padded[d] != l.dims[d]) return false;
+  return true;
 }
 
 // ---------------------------------------------------------------------------------- geometry
@@ -329,16 +304,6 @@ Reason check_kind(const Desc& d) noexcept {
 
 }  // namespace
 
-bool dense_canonical(const Layout& l) noexcept {
-  if (!l.plain() || l.offset0 != 0) return false;
-  int64_t stride = 1;
-  for (int d = l.ndims - 1; d >= 0; --d) {
-    if (l.dims[d] > 1 && l.strides[d] != stride) return false;
-    stride *= l.dims[d];
-  }
-  return true;
-}
-
 bool plan_gather(const Layout& l, const int* perm, Gather& g) noexcept {
   g = Gather{};
   bool identity = true;
@@ -361,16 +326,6 @@ bool plan_gather(const Layout& l, const int* perm, Gather& g) noexcept {
   g.steps = 2;
   g.padded_elements = padded_elements(l);
   return make_view(l, pstrides, g.first) && make_view(p, target, g.second);
-}
-
-size_t buffer_bytes(const TensorDesc& t) noexcept {
-  return std::max(t.bytes, static_cast<size_t>(extent(t.layout)) * capture::dtype_size(t.dtype));
-}
-
-bool covers(const TensorDesc& t) noexcept {
-  const int64_t count = padded_elements(t.layout);
-  return t.layout.offset0 == 0 && extent(t.layout) == count &&
-         buffer_bytes(t) == static_cast<size_t>(count) * capture::dtype_size(t.dtype);
 }
 
 Reason plan_conv(const Desc& d, ConvPlan& p) noexcept {
@@ -532,7 +487,7 @@ Reason check(const capture::Node& node, size_t device_memory) noexcept {
     // reference backend and opencl share; cuDNN produces neither.
     if (d.tensors[i].arg == Arg::workspace) return Reason::workspace_unsupported;
     if (t.dtype != DType::f32) return Reason::dtype_unsupported;
-    if (!addressable(t, call->data[i])) return Reason::layout_unsupported;
+    if (!cudnn_addressable(t, call->data[i])) return Reason::layout_unsupported;
     if (t.layout.elements() == 0) return Reason::geometry_unsupported;
     Gather g;
     if (!plan_gather(t.layout, nullptr, g)) return Reason::layout_unsupported;

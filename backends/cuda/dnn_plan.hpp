@@ -53,8 +53,8 @@ struct Gather {
 // false when the layout needs more than 8 dims or sizes beyond cuDNN's 32-bit ints.
 bool plan_gather(const ir::Layout& l, const int* perm, Gather& g) noexcept;
 
-// Row-major over the logical dims, unpadded, from offset 0 (strides of size-1 dims do not matter).
-bool dense_canonical(const ir::Layout& l) noexcept;
+// Row-major over the logical dims, unpadded, from offset 0 (capture/ir/dnn.hpp).
+using ir::dense_canonical;
 
 // A convolution or deconvolution as one of cuDNN's three convolution calls. A deconvolution is the
 // convolution whose input is its output: its forward pass is a convolution's backward-data pass,
@@ -109,9 +109,8 @@ hal::Reason plan_binary(ir::Alg alg, BinPlan& p) noexcept;
 // why not (dnn.hpp lists what it takes).
 hal::Reason check(const capture::Node& node, size_t device_memory) noexcept;
 
-// The bytes a tensor's buffer spans (its `bytes`, or what its layout reaches if more).
-size_t buffer_bytes(const ir::TensorDesc& t) noexcept;
-// Whether writing every padded element through the layout writes every byte of the buffer.
-bool covers(const ir::TensorDesc& t) noexcept;
+// A tensor buffer's span and whether a full write covers it (capture/ir/dnn.hpp).
+using ir::buffer_bytes;
+using ir::covers;
 
 }  // namespace sol::backends::cuda::dnn

@@ -23,7 +23,13 @@ namespace {
 using capture::DType;
 using capture::Op;
 using capture::dnn::Alg;
+using capture::dnn::addressable;
 using capture::dnn::broadcasts_to;
+using capture::dnn::buffer_bytes;
+using capture::dnn::covers;
+using capture::dnn::dense_canonical;
+using capture::dnn::extent;
+using capture::dnn::padded_elements;
 using capture::dnn::check_bnorm_tensors;
 using capture::dnn::check_concat_tensors;
 using capture::dnn::check_reorder_tensors;
@@ -98,43 +104,6 @@ ClLayout dense_layout(int ndims, const int64_t* dims) {
     stride *= dims[d];
   }
   return c;
-}
-
-int64_t padded_elements(const Layout& l) {
-  int64_t n = 1;
-  for (int d = 0; d < l.ndims; ++d) n *= l.padded[d];
-  return l.ndims ? n : 0;
-}
-
-// One past the last element offset() reaches (0 for an empty tensor).
-int64_t extent(const Layout& l) {
-  int64_t last[kMaxDims];
-  for (int d = 0; d < l.ndims; ++d) {
-    if (l.padded[d] == 0) return 0;
-    last[d] = l.padded[d] - 1;
-  }
-  return l.offset(last) + 1;  // offsets grow with every index: strides are not negative
-}
-
-size_t buffer_bytes(const TensorDesc& t) {
-  return std::max(t.bytes, static_cast<size_t>(extent(t.layout)) * capture::dtype_size(t.dtype));
-}
-
-bool dense_canonical(const Layout& l) {
-  if (!l.plain() || l.offset0 != 0) return false;
-  int64_t stride = 1;
-  for (int d = l.ndims - 1; d >= 0; --d) {
-    if (l.dims[d] > 1 && l.strides[d] != stride) return false;
-    stride *= l.dims[d];
-  }
-  return true;
-}
-
-// Whether writing every padded element through the layout writes every byte of the buffer.
-bool covers(const TensorDesc& t) {
-  const int64_t count = padded_elements(t.layout);
-  return t.layout.offset0 == 0 && extent(t.layout) == count &&
-         buffer_bytes(t) == static_cast<size_t>(count) * capture::dtype_size(t.dtype);
 }
 
 // ------------------------------------------------------------------------------ alg families
@@ -248,27 +217,6 @@ bool ip_geometry(const Desc& d, IpGeo& g) {
 }
 
 // ------------------------------------------------------------------------------------ checks
-
-// Whether the layout is one Layout::offset() addresses inside the tensor's buffer.
-bool addressable(const TensorDesc& t, const void* data) {
-  const Layout& l = t.layout;
-  if (l.ndims < 1 || l.ndims > kMaxDims || l.nblocks < 0 || l.nblocks > capture::dnn::kMaxBlocks)
-    return false;
-  int64_t blocked[kMaxDims];
-  for (int d = 0; d < l.ndims; ++d) {
-    if (l.dims[d] < 0 || l.padded[d] < l.dims[d] || l.strides[d] < 0) return false;
-    blocked[d] = 1;
-  }
-  for (int b = 0; b < l.nblocks; ++b) {
-    if (l.block_dim[b] < 0 || l.block_dim[b] >= l.ndims || l.block[b] < 1) return false;
-    blocked[l.block_dim[b]] *= l.block[b];
-  }
-  for (int d = 0; d < l.ndims; ++d)
-    if (l.padded[d] % blocked[d]) return false;
-  if (padded_elements(l) == 0) return true;
-  if (!data || l.offset0 < 0) return false;
-  return t.bytes == 0 || static_cast<size_t>(extent(l)) * capture::dtype_size(t.dtype) <= t.bytes;
-}
 
 // The kinds whose dst takes the output scale and post-ops, in the propagations oneDNN allows
 // attributes on.

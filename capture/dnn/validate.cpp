@@ -125,4 +125,23 @@ hal::Reason check_bnorm_tensors(const Desc& d) noexcept {
   return Reason::ok;
 }
 
+bool addressable(const TensorDesc& t, const void* data) noexcept {
+  const Layout& l = t.layout;
+  if (l.ndims < 1 || l.ndims > kMaxDims || l.nblocks < 0 || l.nblocks > kMaxBlocks) return false;
+  int64_t blocked[kMaxDims];
+  for (int d = 0; d < l.ndims; ++d) {
+    if (l.dims[d] < 0 || l.padded[d] < l.dims[d] || l.strides[d] < 0) return false;
+    blocked[d] = 1;
+  }
+  for (int b = 0; b < l.nblocks; ++b) {
+    if (l.block_dim[b] < 0 || l.block_dim[b] >= l.ndims || l.block[b] < 1) return false;
+    blocked[l.block_dim[b]] *= l.block[b];
+  }
+  for (int d = 0; d < l.ndims; ++d)
+    if (l.padded[d] % blocked[d]) return false;
+  if (padded_elements(l) == 0) return true;
+  if (!data || l.offset0 < 0) return false;
+  return t.bytes == 0 || static_cast<size_t>(extent(l)) * dtype_size(t.dtype) <= t.bytes;
+}
+
 }  // namespace sol::capture::dnn

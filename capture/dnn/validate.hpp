@@ -21,6 +21,10 @@ bool broadcasts_to(const TensorDesc& b, const TensorDesc& a) noexcept;
 // broadcast to dst. attr_unsupported or desc_invalid, else ok.
 hal::Reason check_post_ops(const Desc& d) noexcept;
 
+// Whether the layout is one Layout::offset() addresses inside the tensor's buffer at `data`
+// (sane dims, blocks and strides; a buffer and offset where there are elements).
+bool addressable(const TensorDesc& t, const void* data) noexcept;
+
 // A forward propagation (training or inference); two tensors of the same dims; how many multi_src
 // tensors a node has (sum, concat).
 bool forward(const Desc& d) noexcept;

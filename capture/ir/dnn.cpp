@@ -1,6 +1,8 @@
 // Names and data-direction rules of DNN nodes (capture/ir/dnn.hpp).
 #include "capture/ir/dnn.hpp"
 
+#include <algorithm>
+
 namespace sol::capture::dnn {
 
 const char* arg_name(Arg a) noexcept {
@@ -90,6 +92,41 @@ bool Desc::read(const Tensor& t) const noexcept {
     case Arg::workspace: return !forward(*this);
     default: return true;
   }
+}
+
+int64_t padded_elements(const Layout& l) noexcept {
+  int64_t n = 1;
+  for (int d = 0; d < l.ndims; ++d) n *= l.padded[d];
+  return l.ndims ? n : 0;
+}
+
+int64_t extent(const Layout& l) noexcept {
+  int64_t last[kMaxDims];
+  for (int d = 0; d < l.ndims; ++d) {
+    if (l.padded[d] == 0) return 0;
+    last[d] = l.padded[d] - 1;
+  }
+  return l.offset(last) + 1;
+}
+
+bool dense_canonical(const Layout& l) noexcept {
+  if (!l.plain() || l.offset0 != 0) return false;
+  int64_t stride = 1;
+  for (int d = l.ndims - 1; d >= 0; --d) {
+    if (l.dims[d] > 1 && l.strides[d] != stride) return false;
+    stride *= l.dims[d];
+  }
+  return true;
+}
+
+size_t buffer_bytes(const TensorDesc& t) noexcept {
+  return std::max(t.bytes, static_cast<size_t>(extent(t.layout)) * dtype_size(t.dtype));
+}
+
+bool covers(const TensorDesc& t) noexcept {
+  const int64_t count = padded_elements(t.layout);
+  return t.layout.offset0 == 0 && extent(t.layout) == count &&
+         buffer_bytes(t) == static_cast<size_t>(count) * dtype_size(t.dtype);
 }
 
 }  // namespace sol::capture::dnn

@@ -81,6 +81,17 @@ struct TensorDesc {
   size_t bytes = 0;  // the buffer the tensor occupies, padding included (from the frontend)
 };
 
+// A layout's padded elements (the product of padded dims, 0 for none); one past the last element
+// offset() reaches (0 for an empty tensor: offsets grow with every index, strides are not
+// negative); whether it is plain, dense, row-major and starts at 0.
+int64_t padded_elements(const Layout& l) noexcept;
+int64_t extent(const Layout& l) noexcept;
+bool dense_canonical(const Layout& l) noexcept;
+// The bytes a tensor's buffer spans (its `bytes`, or what its layout reaches if more); whether
+// writing every padded element through the layout writes every byte of that buffer.
+size_t buffer_bytes(const TensorDesc& t) noexcept;
+bool covers(const TensorDesc& t) noexcept;
+
 // The role of a tensor in its primitive.
 enum class Arg : uint8_t {
   src,

@@ -17,6 +17,7 @@ using capture::DType;
 using capture::Op;
 using capture::dnn::Alg;
 using capture::dnn::broadcasts_to;  // and the other checks every backend shares (capture/dnn/validate.hpp)
+using capture::dnn::addressable;
 using capture::dnn::count_sources;
 using capture::dnn::forward;
 using capture::dnn::same_dims;

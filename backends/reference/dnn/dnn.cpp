@@ -40,31 +40,6 @@ Kind kind_of(Op op) {
   }
 }
 
-// Whether the layout is one Layout::offset() addresses inside the tensor's buffer.
-bool addressable(const TensorDesc& t, const void* data) {
-  const Layout& l = t.layout;
-  if (l.ndims < 1 || l.ndims > kMaxDims || l.nblocks < 0 || l.nblocks > capture::dnn::kMaxBlocks) return false;
-  int64_t blocked[kMaxDims];
-  for (int d = 0; d < l.ndims; ++d) {
-    if (l.dims[d] < 0 || l.padded[d] < l.dims[d] || l.strides[d] < 0) return false;
-    blocked[d] = 1;
-  }
-  for (int b = 0; b < l.nblocks; ++b) {
-    if (l.block_dim[b] < 0 || l.block_dim[b] >= l.ndims || l.block[b] < 1) return false;
-    blocked[l.block_dim[b]] *= l.block[b];
-  }
-  int64_t last[kMaxDims];
-  for (int d = 0; d < l.ndims; ++d) {
-    if (l.padded[d] % blocked[d]) return false;
-    if (l.padded[d] == 0) return true;  // no elements
-    last[d] = l.padded[d] - 1;
-  }
-  if (!data || l.offset0 < 0) return false;
-  // offset() grows with every index (strides are not negative): the last element is the furthest.
-  const size_t end = static_cast<size_t>(l.offset(last) + 1) * capture::dtype_size(t.dtype);
-  return t.bytes == 0 || end <= t.bytes;
-}
-
 // The kinds whose primary output (dst) goes through the Epilogue, in the propagations oneDNN
 // allows attributes on.
 bool takes_attributes(const Desc& d) {

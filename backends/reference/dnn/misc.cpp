@@ -59,12 +59,7 @@ void binary_run(const Call& c) {
 // ------------------------------------------------------------------------------- sum and concat
 
 Reason sum_check(const Desc& d) noexcept {
-  const TensorDesc* y = d.desc(Arg::dst);
-  const int n = count_sources(d);
-  if (!y || n == 0) return Reason::desc_invalid;
-  for (int i = 0; i < n; ++i)
-    if (!same_dims(*d.desc(Arg::multi_src, i), *y)) return Reason::desc_invalid;
-  return Reason::ok;
+  return capture::dnn::check_sum_tensors(d);
 }
 
 // dst = sum_scales[0] * src_0 + sum_scales[1] * src_1 + ...
@@ -81,18 +76,7 @@ void sum_run(const Call& c) {
 }
 
 Reason concat_check(const Desc& d) noexcept {
-  const TensorDesc* y = d.desc(Arg::dst);
-  const int n = count_sources(d);
-  if (!y || n == 0 || d.axis < 0 || d.axis >= y->layout.ndims) return Reason::desc_invalid;
-  int64_t total = 0;
-  for (int i = 0; i < n; ++i) {
-    const Layout& l = d.desc(Arg::multi_src, i)->layout;
-    if (l.ndims != y->layout.ndims) return Reason::desc_invalid;
-    for (int k = 0; k < l.ndims; ++k)
-      if (k != d.axis && l.dims[k] != y->layout.dims[k]) return Reason::desc_invalid;
-    total += l.dims[d.axis];
-  }
-  return total == y->layout.dims[d.axis] ? Reason::ok : Reason::desc_invalid;
+  return capture::dnn::check_concat_tensors(d);
 }
 
 void concat_run(const Call& c) {
@@ -120,9 +104,7 @@ void concat_run(const Call& c) {
 // --------------------------------------------------------------------------------------- reorder
 
 Reason reorder_check(const Desc& d) noexcept {
-  const TensorDesc *x = d.desc(Arg::src), *y = d.desc(Arg::dst);
-  if (!x || !y || !same_dims(*x, *y)) return Reason::desc_invalid;
-  return Reason::ok;
+  return capture::dnn::check_reorder_tensors(d);
 }
 
 // dst = output_scale * src (+ sum post-op): the epilogue does all but the move.

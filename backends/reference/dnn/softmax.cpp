@@ -33,15 +33,7 @@ void each_row(const Rows& r, F&& f) {
 }  // namespace
 
 Reason softmax_check(const Desc& d) noexcept {
-  if (!forward(d) && d.prop != Prop::backward_data) return Reason::prop_unsupported;
-  const TensorDesc* dst = d.desc(Arg::dst);
-  if (!dst || d.axis < 0 || d.axis >= dst->layout.ndims) return Reason::desc_invalid;
-  const Arg others[2] = {forward(d) ? Arg::src : Arg::diff_dst, forward(d) ? Arg::src : Arg::diff_src};
-  for (Arg a : others) {
-    const TensorDesc* t = d.desc(a);
-    if (!t || !same_dims(*t, *dst)) return Reason::desc_invalid;
-  }
-  return Reason::ok;
+  return capture::dnn::check_softmax_tensors(d);
 }
 
 void softmax_run(const Call& c) {
