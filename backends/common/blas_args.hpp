@@ -73,6 +73,20 @@ using RealOf = typename RealType<E>::type;
 template <class E>
 inline constexpr bool kComplex = !std::is_same_v<E, RealOf<E>>;
 
+// The variant of a routine for element type E among its S, D, C and Z variants (a library's
+// function pointers, say): pick4<E>(api.Sgemm, api.Dgemm, api.Cgemm, api.Zgemm).
+template <class E, class S, class D, class C, class Z>
+auto pick4(S s, D d, C c, Z z) {
+  if constexpr (std::is_same_v<E, float>)
+    return s;
+  else if constexpr (std::is_same_v<E, double>)
+    return d;
+  else if constexpr (std::is_same_v<E, cfloat>)
+    return c;
+  else
+    return z;
+}
+
 // A strided vector of n elements of `es` bytes (4, 8 or 16) into packed order (gather) and back
 // (scatter), element i at vector_at(i, n, inc).
 namespace detail {

@@ -32,17 +32,6 @@ static_assert(sizeof(cuComplex) == sizeof(cfloat) && sizeof(cuDoubleComplex) == 
 // takes the real variants of `real` and the complex ones of `cplx`: the Hermitian routines are
 // the symmetric ones on real data, with the same arguments (real alpha and beta where the
 // Hermitian routine has them real).
-template <class E, class S, class D, class C, class Z>
-auto pick4(S s, D d, C c, Z z) {
-  if constexpr (std::is_same_v<E, float>)
-    return s;
-  else if constexpr (std::is_same_v<E, double>)
-    return d;
-  else if constexpr (std::is_same_v<E, cfloat>)
-    return c;
-  else
-    return z;
-}
 #define SOL_CUB(name) pick4<E>(api.cublasS##name, api.cublasD##name, api.cublasC##name, api.cublasZ##name)
 #define SOL_CUB_SH(real, cplx) pick4<E>(api.cublasS##real, api.cublasD##real, api.cublasC##cplx, api.cublasZ##cplx)
 

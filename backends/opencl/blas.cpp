@@ -41,17 +41,6 @@ inline constexpr Prec kPrec = kComplex<E> ? (kSingle<E> ? Prec::c : Prec::z)
 // The CLBlast function of E's precision among the S, D, C, Z variants of a routine; SOL_CLB_SH
 // takes the real variants of `real` and the complex ones of `cplx` (symv and hemv: the Hermitian
 // routine is the symmetric one on real data, with the same arguments).
-template <class E, class S, class D, class C, class Z>
-auto pick4(S s, D d, C c, Z z) {
-  if constexpr (std::is_same_v<E, float>)
-    return s;
-  else if constexpr (std::is_same_v<E, double>)
-    return d;
-  else if constexpr (std::is_same_v<E, cfloat>)
-    return c;
-  else
-    return z;
-}
 #define SOL_CLB(name) pick4<E>(api.S##name, api.D##name, api.C##name, api.Z##name)
 #define SOL_CLB_SH(real, cplx) pick4<E>(api.S##real, api.D##real, api.C##cplx, api.Z##cplx)
 
