@@ -209,4 +209,16 @@ inline void store_into(const DeviceOperand& o, unsigned char* host, unsigned cha
   }
 }
 
+// Lazily (a resident set, backends/common/resident.hpp): offers each result the node writes to
+// the resident set, which keeps it on the device (the operand's `kept`) or not. True when all of
+// them stay there, and none must come back now.
+template <class Resident, class Operand>
+bool keep_on_device(Resident& res, Operand* ops, int count) {
+  bool all = true;
+  for (int i = 0; i < count; ++i)
+    if (ops[i].ext.written && ops[i].shape != Shape::host && ops[i].device_bytes > 0)
+      all &= (ops[i].kept = res.keep(ops[i]));
+  return all;
+}
+
 }  // namespace sol::backends

@@ -159,9 +159,7 @@ Reason Job::clblast(CLBlastStatusCode status, cl_event ev, const char* what) {
 Reason Job::download() {
   bool waits = fetch_count_ > 0;
   if (res_) {
-    for (int i = 0; i < count_; ++i)
-      if (ops_[i].ext.written && ops_[i].shape != Shape::host && ops_[i].device_bytes > 0)
-        waits |= !(ops_[i].kept = res_->keep(ops_[i]));
+    waits |= !keep_on_device(*res_, ops_, count_);
     if (!waits) {
       res_->deferred();
       return Reason::ok;
