@@ -2,7 +2,8 @@
 """Overhead of SOL's trace mode, measured in one run (usage: trace_overhead.py BUILD_DIR [--quick]).
 
 1. A PyTorch CNN training loop (examples/train.py): loop time untraced vs traced with stacks
-   (SOL_TRACE=1, the defaults: stacks on, depth 32); for comparison the same run with oneDNN's own
+   (SOL_TRACE=1, the defaults: stacks on, depth 32, oneDNN's set-up calls with their caller's frame);
+   for comparison libsol not tracing, set-up calls with full stacks, the same run with oneDNN's own
    verbose mode (ONEDNN_VERBOSE=1, which sees only oneDNN and has no stacks) and under ltrace
    (library-call tracing of sgemm_ and dnnl_primitive_execute). Target: traced <= 1.05x.
 2. A stream of tiny calls (n=1 saxpy_ from C): the cost each recorded call adds. Target <= 0.5 us.
@@ -42,7 +43,10 @@ def main():
     trace_dir = tempfile.mkdtemp(prefix="sol-bench-trace-")
     variants = {
         "untraced": (TRAIN, env()),
+        "libsol, not tracing": (TRAIN, env(LD_PRELOAD=LIBSOL)),
         "SOL_TRACE=1 (stacks, depth 32)": (TRAIN, env(LD_PRELOAD=LIBSOL, SOL_TRACE="1", SOL_TRACE_DIR=trace_dir)),
+        "SOL_TRACE=1 SOL_TRACE_SETUP_DEPTH=32": (TRAIN, env(LD_PRELOAD=LIBSOL, SOL_TRACE="1", SOL_TRACE_SETUP_DEPTH="32",
+                                                            SOL_TRACE_DIR=trace_dir)),
         "SOL_TRACE=1 SOL_TRACE_STACKS=0": (TRAIN, env(LD_PRELOAD=LIBSOL, SOL_TRACE="1", SOL_TRACE_STACKS="0",
                                                        SOL_TRACE_DIR=trace_dir)),
         "ONEDNN_VERBOSE=1": (TRAIN, env(ONEDNN_VERBOSE="1")),

@@ -48,4 +48,4 @@ elapsed = time.perf_counter() - start
 with torch.no_grad():
     x, y = batch(512)
     accuracy = (model(x).argmax(1) == y).float().mean().item()
-print("final loss=%.6f accuracy=%.3f time=%.2fs" % (loss.item(), accuracy, elapsed))
+print("final loss=%.6f accuracy=%.3f time=%.3fs" % (loss.item(), accuracy, elapsed))

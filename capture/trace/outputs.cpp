@@ -177,7 +177,7 @@ class Frames {
     }
     if (py < site.py.size()) {
       // The native stack was cut at trace.depth before the interpreter's frames.
-      if (site.ips.size() >= static_cast<size_t>(s_.depth)) add("...", "");
+      if (site.ips.size() >= static_cast<size_t>(site.depth)) add("...", "");
       while (py < site.py.size()) place_evaluation();
     }
     if (site.python == Site::Python::no_thread) {

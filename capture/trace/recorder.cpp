@@ -268,13 +268,12 @@ ThreadState* thread_state(State& s) noexcept {
   return t;
 }
 
-uint32_t site_id(State& s, ThreadState& t, Sym sym, const uintptr_t* ips, int n) {
+uint32_t site_id(State& s, ThreadState& t, Sym sym, const uintptr_t* ips, int n, int depth) {
   if (n == 0) return 0;
   uint64_t h = mix(1469598103934665603ull, static_cast<uint64_t>(sym));
   for (int i = 0; i < n; ++i) h = mix(h, ips[i]);
-  h |= 1;  // never 0, the empty cache slot
-  auto& slot = t.site_cache[h % ThreadState::kCache];
-  if (slot.hash == h) return slot.id;
+  h |= 1;  // never 0, the empty slot
+  if (const uint32_t* known = t.site_ids.find(h)) return *known;
   uint32_t id;
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -283,11 +282,12 @@ uint32_t site_id(State& s, ThreadState& t, Sym sym, const uintptr_t* ips, int n)
       Site& site = s.sites.emplace_back();
       site.sym = sym;
       site.ips.assign(ips, ips + n);
+      site.depth = depth;
       if (s.want_python) look_for_python(s);
     }
     id = it->second;
   }
-  slot = {h, id};
+  t.site_ids.put(h, id);
   return id;
 }
 
@@ -308,12 +308,11 @@ uint32_t python_site(State& s, ThreadState& t, uint32_t native) {
   for (int i = 0; i < n; ++i)
     h = mix(mix(h, f[i].code), static_cast<uint64_t>(static_cast<uint32_t>(f[i].lasti)) << 1 | f[i].entry);
   h |= 1;
-  auto& slot = t.site_cache[h % ThreadState::kCache];
-  if (slot.hash == h) return slot.id;
+  if (const uint32_t* known = t.site_ids.find(h)) return *known;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (auto it = s.site_index.find(h); it != s.site_index.end()) {
-      slot = {h, it->second};
+      t.site_ids.put(h, it->second);
       return it->second;
     }
   }
@@ -331,11 +330,12 @@ uint32_t python_site(State& s, ThreadState& t, uint32_t native) {
     if (added) {
       site.sym = s.sites[native].sym;
       site.ips = s.sites[native].ips;
+      site.depth = s.sites[native].depth;
       s.sites.push_back(std::move(site));
     }
     id = it->second;
   }
-  slot = {h, id};
+  t.site_ids.put(h, id);
   return id;
 }
 
@@ -397,10 +397,9 @@ struct Operands {
 const Signature* signature(State& s, ThreadState& t, uint64_t h, const Node& node, const Problem& p,
                            const Operands& ops, const char* backend, uint32_t& id) {
   const Sym sym = node.sym;
-  auto& slot = t.sig_cache[h % ThreadState::kCache];
-  if (slot.hash == h) {
-    id = slot.id;
-    return slot.sig;
+  if (const ThreadState::SigEntry* known = t.sig_ids.find(h)) {
+    id = known->id;
+    return known->sig;
   }
   std::string shape(p.shape, p.shape_len);
   std::string key = std::to_string(static_cast<unsigned>(sym)) + '\x1f' + p.op + '\x1f' + p.dtype + '\x1f' +
@@ -425,7 +424,7 @@ const Signature* signature(State& s, ThreadState& t, uint64_t h, const Node& nod
     id = it->second;
     sig = &s.sigs[id];
   }
-  slot = {h, id, sig};
+  t.sig_ids.put(h, {id, sig});
   return sig;
 }
 
@@ -544,6 +543,7 @@ bool start(const config::Config& cfg) noexcept {
     s->include = patterns(cfg.trace_include);
     s->exclude = patterns(cfg.trace_exclude);
     s->depth = static_cast<int>(cfg.trace_depth);
+    s->setup_depth = static_cast<int>(cfg.trace_setup_depth);
     s->want_python = cfg.trace_python;
     for (const auto& b : cfg.backend) s->backend += (s->backend.empty() ? "" : ",") + b;
     s->argv = read_argv();
@@ -592,22 +592,39 @@ Span::Span(const Node& node) noexcept {
   ThreadState* t = thread_state(*s);
   if (!t) return;
   if (s->stacks) {
-    const auto sym = static_cast<uint32_t>(node.sym);
-    site_ = t->stacks.find(sym, node.ret_slot);
-    if (!site_) {
-      // A stack not seen from here before: walk it, and remember where its return addresses are,
-      // so that the next time it is recognised without a walk.
-      uintptr_t ips[256], slots[256];
+    // oneDNN's set-up calls (descriptors, memory objects, engines: most of a small CNN's calls)
+    // are recorded with `setup_depth` frames; at the default, 1, the caller's return address,
+    // which the interposer already holds: no walk and no lookup of a deep stack. Their stacks
+    // only repeat the computing call's that follows, and the reports hide them anyway.
+    const bool setup = node.op == Op::dnnl_api && !node.dnn;
+    const int depth = setup ? s->setup_depth : s->depth;
+    if (depth == 1 && node.ret_slot) {
+      const uintptr_t ip = *reinterpret_cast<const uintptr_t*>(node.ret_slot);
       try {
-        const int n = s->unwinder.capture(ips, s->depth);
-        site_ = site_id(*s, *t, node.sym, ips, n);
-        if (Unwinder::find_slots(node.ret_slot, ips, n, t->stack_hi, slots) == n)
-          t->stacks.add(sym, node.ret_slot, ips, slots, n, site_);
+        site_ = site_id(*s, *t, node.sym, &ip, 1, 1);
       } catch (...) {
         site_ = 0;
       }
+    } else {
+      const auto sym = static_cast<uint32_t>(node.sym);
+      site_ = t->stacks.find(sym, node.ret_slot);
+      if (!site_) {
+        // A stack not seen from here before: walk it, and remember where its return addresses
+        // are, so that the next time it is recognised without a walk.
+        uintptr_t ips[256], slots[256];
+        try {
+          const int n = s->unwinder.capture(ips, depth);
+          site_ = site_id(*s, *t, node.sym, ips, n, depth);
+          if (Unwinder::find_slots(node.ret_slot, ips, n, t->stack_hi, slots) == n)
+            t->stacks.add(sym, node.ret_slot, ips, slots, n, site_);
+        } catch (...) {
+          site_ = 0;
+        }
+      }
     }
-    if (site_ && s->python.found()) {
+    // And the Python frames of the thread (not for a set-up call's one frame: what Python line
+    // it serves is its computing call's).
+    if (site_ && (!setup || depth > 1) && s->python.found()) {
       try {
         site_ = python_site(*s, *t, site_);
       } catch (...) {
@@ -712,7 +729,7 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   const Signature* sig;
   try {
     char shape_buf[512];
-    if (is_blas && t->sig_cache[h % ThreadState::kCache].hash != h) {
+    if (is_blas && !t->sig_ids.find(h)) {
       Text shape(shape_buf, sizeof shape_buf);
       blas_shape(node, shape);
       p.shape = shape.data();

@@ -119,37 +119,62 @@ uintptr_t Unwinder::stack_top() noexcept {
   return rc == 0 ? reinterpret_cast<uintptr_t>(base) + size : 0;
 }
 
-size_t StackCache::set_of(uint32_t sym, uintptr_t slot, uintptr_t ip) noexcept {
+uint64_t StackCache::key_of(uint32_t sym, uintptr_t slot, uintptr_t ip) noexcept {
   uint64_t h = (slot * 0x9e3779b97f4a7c15ull) ^ (ip * 0xc2b2ae3d27d4eb4full) ^ sym;
-  return static_cast<size_t>(h ^ (h >> 29)) % kSets;
+  return (h ^ (h >> 29)) | 1;  // never 0, the empty entry
 }
 
 uint32_t StackCache::find(uint32_t sym, uintptr_t slot) const noexcept {
-  if (!slot) return 0;
+  if (!slot || used_ == 0) return 0;
   const uintptr_t ip = *reinterpret_cast<const uintptr_t*>(slot);
-  const Entry* way = &entries_[set_of(sym, slot, ip) * kWays];
-  for (size_t w = 0; w < kWays; ++w) {
-    const Entry& e = way[w];
-    if (e.slot != slot || e.ip != ip || e.sym != sym) continue;
-    size_t k = 1;
-    while (k < e.slots.size() && *reinterpret_cast<const uintptr_t*>(e.slots[k]) == e.ips[k]) ++k;
-    if (k == e.slots.size()) return e.site;
+  const uint64_t key = key_of(sym, slot, ip);
+  for (size_t i = key & mask_;; i = (i + 1) & mask_) {
+    const Entry& e = table_[i];
+    if (e.key == 0) return 0;
+    if (e.key != key || e.sym != sym) continue;
+    // Every remembered slot lies between `slot` and the top of the stack (each was found above
+    // the previous one), so once the innermost slot is the same, all are live stack words.
+    const uintptr_t* f = frames_.data() + e.at;
+    if (f[0] != slot) continue;
+    uint32_t k = 0;
+    while (k < e.n && *reinterpret_cast<const uintptr_t*>(f[2 * k]) == f[2 * k + 1]) ++k;
+    if (k == e.n) return e.site;
   }
-  return 0;
 }
 
 void StackCache::add(uint32_t sym, uintptr_t slot, const uintptr_t* ips, const uintptr_t* slots, int n,
                      uint32_t site) {
-  if (!slot || n == 0 || slots[0] != slot || site == 0) return;
-  const size_t set = set_of(sym, slot, ips[0]);
-  Entry& e = entries_[set * kWays + next_[set]];
-  next_[set] = static_cast<uint8_t>((next_[set] + 1) % kWays);
-  e.slot = slot;
-  e.ip = ips[0];
+  if (!slot || n <= 0 || slots[0] != slot || site == 0) return;
+  if (used_ >= kMaxStacks) {
+    table_.clear();
+    frames_.clear();
+    used_ = 0;
+  }
+  if ((used_ + 1) * 2 > table_.size()) {
+    std::vector<Entry> old(table_.empty() ? 256 : table_.size() * 2);
+    old.swap(table_);
+    mask_ = table_.size() - 1;
+    for (const Entry& e : old) {
+      if (!e.key) continue;
+      size_t i = e.key & mask_;
+      while (table_[i].key) i = (i + 1) & mask_;
+      table_[i] = e;
+    }
+  }
+  Entry e;
+  e.key = key_of(sym, slot, ips[0]);
   e.sym = sym;
   e.site = site;
-  e.ips.assign(ips, ips + n);
-  e.slots.assign(slots, slots + n);
+  e.at = static_cast<uint32_t>(frames_.size());
+  e.n = static_cast<uint32_t>(n);
+  for (int k = 0; k < n; ++k) {
+    frames_.push_back(slots[k]);
+    frames_.push_back(ips[k]);
+  }
+  size_t i = e.key & mask_;
+  while (table_[i].key) i = (i + 1) & mask_;
+  table_[i] = e;
+  ++used_;
 }
 
 bool is_python_frame(const std::string& frame) {

@@ -48,6 +48,11 @@ class Unwinder {
 // frame whose size varies at the same code address, alloca, would need a stale code address to
 // sit exactly where a return address was: not impossible, but a miss costs only a wrong site.)
 // About 30 loads instead of a walk of up to 32 frames through libunwind.
+//
+// The loads are most of a recognised call's cost in a big program: between two calls of one site
+// PyTorch's own work evicts what the recorder touched. So a lookup is a probe of a flat table
+// (one cache line) and then the remembered (slot, return address) pairs of the stack, contiguous
+// in one arena, compared with the live stack until the first difference.
 class StackCache {
  public:
   // The site of the stack whose innermost return address is stored at `slot` (0 when unknown:
@@ -56,19 +61,24 @@ class StackCache {
   // Remembers a walked stack (ips/slots innermost first, slots[0] == slot).
   void add(uint32_t sym, uintptr_t slot, const uintptr_t* ips, const uintptr_t* slots, int n, uint32_t site);
 
+  size_t size() const noexcept { return used_; }
+
  private:
+  // One remembered stack. Stacks that share their innermost frame (a function called from several
+  // places at the same depth: PyTorch's dispatcher) share a key and sit in one probe sequence; a
+  // wrong one fails at its first differing frame, cheaply.
   struct Entry {
-    uintptr_t slot = 0, ip = 0;
+    uint64_t key = 0;  // of (symbol, innermost slot, innermost return address); 0: empty
     uint32_t sym = 0, site = 0;
-    std::vector<uintptr_t> ips, slots;
+    uint32_t at = 0, n = 0;  // its pairs: frames_[at .. at + 2n), slot then return address
   };
-  // Set-associative: one set per (symbol, innermost slot, innermost return address), whose ways
-  // hold the stacks that differ further out (a function called from several places, each at the
-  // same depth: PyTorch's dispatcher). A wrong way fails at its first differing frame, cheaply.
-  static constexpr size_t kSets = 128, kWays = 16;
-  static size_t set_of(uint32_t sym, uintptr_t slot, uintptr_t ip) noexcept;
-  std::vector<Entry> entries_ = std::vector<Entry>(kSets * kWays);
-  std::vector<uint8_t> next_ = std::vector<uint8_t>(kSets);  // round-robin victim per set
+  static uint64_t key_of(uint32_t sym, uintptr_t slot, uintptr_t ip) noexcept;
+  // At most this many stacks per thread: past it the cache starts over (a program with more
+  // distinct stacks than this is walked more often, and stays correct).
+  static constexpr size_t kMaxStacks = 8192;
+  std::vector<Entry> table_;  // open addressing, at most half full
+  std::vector<uintptr_t> frames_;
+  size_t mask_ = 0, used_ = 0;
 };
 
 // The name a flame graph shows: the function without its parameter list, or object+0xoffset;

@@ -17,6 +17,7 @@
 #include "common/clock.hpp"
 #include "capture/ir/node.hpp"
 #include "capture/trace/dataflow.hpp"
+#include "capture/trace/hash_slots.hpp"
 #include "capture/trace/python_frames.hpp"
 #include "capture/trace/stacks.hpp"
 #include "capture/trace/trace_file.hpp"
@@ -48,6 +49,7 @@ struct Site {
   };
   Sym sym;
   std::vector<uintptr_t> ips;  // native return addresses
+  int depth = 0;               // the most frames its walk could keep (trace.depth or setup_depth)
   Python python = Python::none;
   std::vector<std::string> py;  // "qualname (file:line)", innermost first
   // py_entry[i]: frame i is the first of one C-level evaluation, i.e. its caller is the native
@@ -85,13 +87,7 @@ class SpinLock {
 // that finished early still count. The thread updates its own counters under `mu`, which is
 // uncontended except at exit, when they are merged.
 struct ThreadState {
-  static constexpr size_t kCache = 256;
-  struct CacheEntry {
-    uint64_t hash = 0;
-    uint32_t id = 0;
-  };
   struct SigEntry {
-    uint64_t hash = 0;
     uint32_t id = 0;
     const Signature* sig = nullptr;  // stable: signatures live in a deque and are never removed
   };
@@ -108,9 +104,10 @@ struct ThreadState {
   SpinLock mu;
   std::vector<SigStats> sigs;    // by signature id
   std::vector<SiteStats> sites;  // by site id
-  // Direct-mapped caches of ids, so a repeated signature or stack does not take the global lock.
-  SigEntry sig_cache[kCache];
-  CacheEntry site_cache[kCache];
+  // The ids of the signatures and sites this thread has seen, by their hashes, so that a repeated
+  // one takes neither the global lock nor a walk of the global tables.
+  HashSlots<SigEntry> sig_ids;
+  HashSlots<uint32_t> site_ids;
   ParamsEntry params_cache[64];
   StackCache stacks;       // only this thread touches it
   uintptr_t stack_hi = 0;  // the upper end of this thread's stack
@@ -127,6 +124,7 @@ struct State {
   std::string dir;
   bool stacks = true;
   int depth = 32;
+  int setup_depth = 1;  // frames per stack of oneDNN's set-up calls (trace.setup_depth)
   bool want_python = true;  // trace.python
   python::Interpreter python;
   std::string backend;  // the configured preference, for process info

@@ -88,6 +88,34 @@ def test_backward_calls_name_the_backward_line(torch_run):
     assert any(x.startswith("Tensor.backward (") for x in sites_with(sites, backward)[0]["frames"])
 
 
+def setup_sites(sites):
+    """Sites of oneDNN's set-up calls (every dnnl_ symbol but the execution)."""
+    return [s for s in sites if s["symbol"].startswith("dnnl_") and s["symbol"] != "dnnl_primitive_execute"]
+
+
+def test_setup_calls_carry_their_callers_frame_only(torch_run):
+    """By default (trace.setup_depth = 1) a set-up call's stack is the frame that called it: no
+    walk and no Python frames, which its computing call's stack has."""
+    _, _, sites, _, _ = torch_run
+    setup = setup_sites(sites)
+    assert len(setup) > 5, sorted({s["symbol"] for s in sites})
+    for s in setup:
+        assert len(s["frames"]) == 1 and ".py:" not in s["frames"][0], s
+
+
+def test_setup_depth_gives_setup_calls_full_stacks(tmp_path):
+    script = str(PY_PROGRAMS / "py_frames_torch.py")
+    lines = marked_lines(script)
+    r, trace_dir = traced([PYTHON, script], tmp_path, env={"SOL_TRACE_SETUP_DEPTH": "32"})
+    assert r.returncode == 0, r.stderr
+    sites = [s for p in files(trace_dir, ".summary.json") for s in sites_of(p)]
+    conv = frame("run_the_convolution_here", script, lines["conv"])
+    # The convolution's set-up calls (its memory objects, its primitive) name its line.
+    symbols = {s["symbol"] for s in setup_sites(sites_with(sites, conv))}
+    assert "dnnl_primitive_create" in symbols or "dnnl_memory_create" in symbols, symbols
+    assert max(len(s["frames"]) for s in setup_sites(sites)) > 10
+
+
 def test_a_python_thread_shows_its_own_frames(torch_run):
     script, lines, sites, _, _ = torch_run
     linear = frame("run_the_linear_layer_here", script, lines["linear"])
