@@ -172,7 +172,8 @@ double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
 // - A candidate more than 1.5x slower than the best so far leaves the race: it cannot win, and
 //   timing it again is the most expensive thing a measurement could do.
 // - Calls above 2 ms get one sample, two when another candidate is within 20 % (noise is small
-//   against them, and each sample costs a whole call). Shorter ones get at least three rounds,
+//   against them, and each sample costs a whole call). Calls of 0.5 to 2 ms get one when every
+//   other candidate is out or 1.5x behind, else two. Shorter ones get at least three rounds,
 //   each a batch of calls back to back for 100 us, until each candidate has 500 us.
 // - In a mixed program (`home`: it already made calls of other classes, most of them on the home
 //   candidate's threads: native's, or a backend's that took its large classes), a short call
@@ -300,8 +301,14 @@ class Race {
           continue;
         }
         const bool long_call = e.best > kLong;
+        // A call of kShortTotal or more is a batch by itself: once every other candidate is out
+        // of the race or more than 1.5x behind it, its one sample says enough, where three would
+        // cost two more whole calls (the MLP's 1024x256x512 SGEMM: 1.3 ms each). Else two.
+        const bool whole = !long_call && e.best >= kShortTotal;
         if (!second_chance &&
-            (long_call ? e.samples >= 2 || (e.samples >= 1 && !contested(i)) : e.samples >= 3 && e.spent >= kShortTotal))
+            (long_call ? e.samples >= 2 || (e.samples >= 1 && !contested(i))
+             : whole   ? e.samples >= 2 || (e.samples >= 1 && unrivalled(i))
+                       : e.samples >= 3 && e.spent >= kShortTotal))
           continue;
         if (!sample(i)) continue;
         if (c_[i].predicted_seconds < 0 && (best_cpu < 0 || e.best < best_cpu)) best_cpu = e.best;
@@ -374,6 +381,16 @@ class Race {
     for (const Entry& e : e_)
       if (!e.out && e.best > 0 && (f < 0 || e.best < f)) f = e.best;
     return f;
+  }
+  // Whether every other candidate is out of the race, or sampled and more than 1.5x behind this
+  // one (it leaves at its next turn), native's call excepted: it may get a second chance.
+  bool unrivalled(size_t i) const {
+    for (size_t j = 0; j < e_.size(); ++j) {
+      if (j == i || e_[j].out) continue;
+      const bool behind = e_[j].samples > 0 && e_[j].best > 1.5 * e_[i].best;
+      if (!behind || (j == native_ && e_[j].samples == 1)) return false;
+    }
+    return true;
   }
   // Whether another candidate still in the race is within 20 % of this one: only then is a long
   // call's second sample worth its cost.

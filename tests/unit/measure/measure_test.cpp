@@ -1,0 +1,101 @@
+// auto's race of candidates (capture/exec/measure.hpp) with candidates whose speed is known: each
+// spins for a set time per element of C, so the decisions, not the machine, are under test. What
+// is checked is how many whole calls a race costs, since each is a call of the program's size.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "capture/exec/measure.hpp"
+#include "common/clock.hpp"
+
+namespace sol::capture::measure {
+namespace {
+
+constexpr int64_t kN = 256;
+
+struct Spinner {
+  double seconds;  // for the whole kN x kN call; a screen's quarter takes a quarter
+  int whole_calls = 0;
+  double worst = 0;  // the longest a call took, over its set time: more than 1 when preempted
+  hal::Reason operator()(Node& n) {
+    if (n.blas.m == kN && n.blas.n == kN) ++whole_calls;
+    const double share = static_cast<double>(n.blas.m * n.blas.n) / static_cast<double>(kN * kN);
+    const uint64_t t0 = monotonic_ns(), until = t0 + static_cast<uint64_t>(seconds * share * 1e9);
+    uint64_t t = t0;
+    while (t < until) t = monotonic_ns();
+    worst = std::max(worst, static_cast<double>(t - t0) / (static_cast<double>(until - t0) + 1));
+    return hal::Reason::ok;
+  }
+};
+
+struct Gemm {
+  std::vector<float> a = std::vector<float>(kN * kN), b = a, c = a;
+  Node node{Sym{}, Op::gemm, DType::f32};
+  Gemm() {
+    BlasArgs& x = node.blas;
+    x.layout = 'C';
+    x.transa = x.transb = 'N';
+    x.m = x.n = x.k = x.lda = x.ldb = x.ldc = kN;
+    x.alpha = Scalar(1.0);
+    x.beta = Scalar(0.0);
+    x.a = a.data();
+    x.b = b.data();
+    x.c = c.data();
+  }
+};
+
+// One race between `fast` and `slow` (seconds per whole call), without native (the program's
+// library left out), as candidates named for this race alone (a name's first run is a warm-up).
+struct Race {
+  Spinner fast, slow;
+  hal::profile::Row row;
+  Race(double f, double s, const std::string& tag) : fast{f}, slow{s} {
+    static std::vector<std::string> names;  // candidates' names must outlive the process's warm set
+    names.push_back("fast-" + tag);
+    names.push_back("slow-" + tag);
+    Gemm g;
+    std::vector<Candidate> c = {{names[names.size() - 2].c_str(), blas::FunctionRef<hal::Reason(Node&)>(fast)},
+                                {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(slow)}};
+    EXPECT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, -1, nullptr, row));
+  }
+};
+
+// The machine is shared: a spin preempted for long enough changes what a race sees. A decision
+// is checked on the first of a few races in which no call took 10 % longer than set.
+template <class Check>
+void in_an_undisturbed_race(double fast, double slow, const char* name, Check check) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    Race r(fast, slow, std::string(name) + std::to_string(attempt));
+    if (r.fast.worst < 1.1 && r.slow.worst < 1.1) return check(r);
+  }
+  GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
+}
+
+TEST(Measure, AWholeCallWithoutRivalsIsSampledOnce) {
+  // 0.8 ms a call: a batch by itself. The other candidate is 2.5x slower: one sample of each.
+  in_an_undisturbed_race(0.8e-3, 2.0e-3, "unrivalled", [](const Race& r) {
+    EXPECT_EQ(r.fast.whole_calls, 1);
+    EXPECT_EQ(r.slow.whole_calls, 1);
+  });
+}
+
+TEST(Measure, AWholeCallWithARivalWithin1_5xIsSampledTwice) {
+  in_an_undisturbed_race(0.8e-3, 1.0e-3, "rivalled", [](const Race& r) {
+    EXPECT_EQ(r.fast.whole_calls, 2);
+    EXPECT_GE(r.slow.whole_calls, 1);
+  });
+}
+
+TEST(Measure, AShortCallIsSampledInBatchesOfSeveralRounds) {
+  // 50 us a call: batches of 100 us, at least three rounds and 500 us in all for the winner.
+  in_an_undisturbed_race(50e-6, 150e-6, "short", [](const Race& r) {
+    EXPECT_GE(r.fast.whole_calls, 6);
+    EXPECT_LE(r.slow.whole_calls, 2);  // left at its first batch, 3x behind
+  });
+}
+
+}  // namespace
+}  // namespace sol::capture::measure
