@@ -103,7 +103,7 @@ def test_setup_calls_carry_their_callers_frame_only(torch_run):
         assert len(s["frames"]) == 1 and ".py:" not in s["frames"][0], s
 
 
-def test_setup_depth_gives_setup_calls_full_stacks(tmp_path):
+def test_setup_depth_gives_setup_calls_full_stacks(torch_run, tmp_path):
     script = str(PY_PROGRAMS / "py_frames_torch.py")
     lines = marked_lines(script)
     r, trace_dir = traced([PYTHON, script], tmp_path, env={"SOL_TRACE_SETUP_DEPTH": "32"})
@@ -114,6 +114,10 @@ def test_setup_depth_gives_setup_calls_full_stacks(tmp_path):
     symbols = {s["symbol"] for s in setup_sites(sites_with(sites, conv))}
     assert "dnnl_primitive_create" in symbols or "dnnl_memory_create" in symbols, symbols
     assert max(len(s["frames"]) for s in setup_sites(sites)) > 10
+    # The one frame a set-up call carries by default is the innermost of its full stack.
+    one = {(s["symbol"], s["frames"][0]) for s in setup_sites(torch_run[2])}
+    full = {(s["symbol"], s["frames"][0]) for s in setup_sites(sites)}
+    assert one == full, sorted(one ^ full)[:5]
 
 
 def test_a_python_thread_shows_its_own_frames(torch_run):
