@@ -154,12 +154,8 @@ void StackCache::add(uint32_t sym, uintptr_t slot, const uintptr_t* ips, const u
     std::vector<Entry> old(table_.empty() ? 256 : table_.size() * 2);
     old.swap(table_);
     mask_ = table_.size() - 1;
-    for (const Entry& e : old) {
-      if (!e.key) continue;
-      size_t i = e.key & mask_;
-      while (table_[i].key) i = (i + 1) & mask_;
-      table_[i] = e;
-    }
+    for (const Entry& e : old)
+      if (e.key) place(e);
   }
   Entry e;
   e.key = key_of(sym, slot, ips[0]);
@@ -171,10 +167,14 @@ void StackCache::add(uint32_t sym, uintptr_t slot, const uintptr_t* ips, const u
     frames_.push_back(slots[k]);
     frames_.push_back(ips[k]);
   }
+  place(e);
+  ++used_;
+}
+
+void StackCache::place(const Entry& e) noexcept {
   size_t i = e.key & mask_;
   while (table_[i].key) i = (i + 1) & mask_;
   table_[i] = e;
-  ++used_;
 }
 
 bool is_python_frame(const std::string& frame) {

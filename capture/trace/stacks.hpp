@@ -73,6 +73,8 @@ class StackCache {
     uint32_t at = 0, n = 0;  // its pairs: frames_[at .. at + 2n), slot then return address
   };
   static uint64_t key_of(uint32_t sym, uintptr_t slot, uintptr_t ip) noexcept;
+  // Into the first empty entry of its probe sequence (the table has one: at most half full).
+  void place(const Entry& e) noexcept;
   // At most this many stacks per thread: past it the cache starts over (a program with more
   // distinct stacks than this is walked more often, and stays correct).
   static constexpr size_t kMaxStacks = 8192;
