@@ -106,14 +106,16 @@ class FunctionRef;
 template <class R, class... A>
 class FunctionRef<R(A...)> {
  public:
+  FunctionRef() noexcept = default;  // refers to nothing: false
   template <class F>
   FunctionRef(F& f) noexcept
       : obj_(&f), call_([](void* o, A... a) -> R { return (*static_cast<F*>(o))(a...); }) {}
   R operator()(A... a) const { return call_(obj_, a...); }
+  explicit operator bool() const noexcept { return call_ != nullptr; }
 
  private:
-  void* obj_;
-  R (*call_)(void*, A...);
+  void* obj_ = nullptr;
+  R (*call_)(void*, A...) = nullptr;
 };
 
 // Runs a valid node through `run`, which only understands column-major Fortran semantics.

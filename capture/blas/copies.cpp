@@ -15,7 +15,7 @@ bool copied(const Operand& op) noexcept {
 
 }  // namespace
 
-bool WrittenCopies::take(const Node& node, size_t max_bytes) noexcept {
+bool WrittenCopies::take(const Node& node, size_t max_bytes, Unread unread) noexcept {
   Operand ops[kMaxOperands];
   const int n = operands(node, ops);
   size_t total = 0;
@@ -32,7 +32,8 @@ bool WrittenCopies::take(const Node& node, size_t max_bytes) noexcept {
   for (int i = 0; i < n; ++i) {
     if (!copied(ops[i])) continue;
     unsigned char* copy = buffer_.get() + at;
-    std::memcpy(copy, ops[i].ptr, ops[i].bytes);
+    if (ops[i].read || unread == Unread::copied) std::memcpy(copy, ops[i].ptr, ops[i].bytes);
+    else std::memset(copy, 0, ops[i].bytes);
     copies_[count_++] = {ops[i], copy};
     node_.blas.*operand_field(ops[i].name) = copy;
     at += rounded(ops[i].bytes);
@@ -42,6 +43,13 @@ bool WrittenCopies::take(const Node& node, size_t max_bytes) noexcept {
 
 Node& WrittenCopies::refresh() noexcept {
   for (int i = 0; i < count_; ++i) std::memcpy(copies_[i].copy, copies_[i].op.ptr, copies_[i].op.bytes);
+  node_.ret = {};
+  return node_;
+}
+
+Node& WrittenCopies::refresh_read() noexcept {
+  for (int i = 0; i < count_; ++i)
+    if (copies_[i].op.read) std::memcpy(copies_[i].copy, copies_[i].op.ptr, copies_[i].op.bytes);
   node_.ret = {};
   return node_;
 }

@@ -20,14 +20,23 @@ class WrittenCopies {
     unsigned char* copy;  // op.bytes bytes, 64-byte aligned
   };
 
+  // What take() puts in the copy of an output the call only writes (C of a GEMM with beta = 0):
+  // the caller's bytes (verify compares whole extents, padding included), or zeros (a
+  // measurement: reading the caller's would fault in each page the program has not touched yet,
+  // and the program's call would fault it again to write it).
+  enum class Unread { copied, zeroed };
   // Copies the node's written operands as they are now. False when it cannot (more than
   // `max_bytes` in all, or no memory); the node is then left alone.
-  bool take(const Node& node, size_t max_bytes = SIZE_MAX) noexcept;
+  bool take(const Node& node, size_t max_bytes = SIZE_MAX, Unread unread = Unread::copied) noexcept;
   // The node on the copies (its function result and result pointer cleared).
   Node& node() noexcept { return node_; }
   // The copies made equal to the caller's memory again, and the node's result cleared: each
   // candidate starts from the same outputs (beta != 0 reads them).
   Node& refresh() noexcept;
+  // refresh() of the copies the call reads only: an output it only writes (C of a GEMM with
+  // beta = 0) keeps what the last run left there, which no run reads. What a measurement needs
+  // between runs, without copying a large C each time.
+  Node& refresh_read() noexcept;
 
   const Copy* begin() const noexcept { return copies_; }
   const Copy* end() const noexcept { return copies_ + count_; }

@@ -337,15 +337,29 @@ void warn_if_measured_slow(const Node& node, double flops, const hal::profile::R
             object_name(node.native), symbol_name(node.sym), row.size.c_str(), native, best, row.choice.c_str());
 }
 
+// The program's call on a backend, its result delivered: what measure::run asks of home, or of a
+// screen's leader, when native's call was not made.
+struct CallOn {
+  Executor* ex;
+  hal::Backend* backend;
+  Node* node;
+  hal::Reason operator()() noexcept {
+    const hal::Reason r = run_on(*ex, *backend, *node);
+    if (r == hal::Reason::ok) deliver_result(*node);
+    return r;
+  }
+};
+
 // What auto measured fastest for this node's shape class ("native" or a backend's name), measuring
 // it now if nobody has: nullptr when nothing is known (the router's built-in order decides).
-// Measuring runs the call itself natively first, timed, as native's sample: `ran` says so, and
-// the node is then done.
+// Measuring runs the call itself natively first, timed, as native's sample; with native left out,
+// home or a long call's screen leader may make it instead. `ran_on` then names who did ("native" or the
+// backend), and the node is done.
 // Only valid calls are measured: `err` (with `checked` set) holds the check when one was needed.
 // A class on trial: `trial` is set, and the candidate's name returned.
-const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn native_call, bool& ran,
+const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn native_call, const char*& ran_on,
                             blas::ArgError& err, bool& checked, Trial*& trial) noexcept {
-  ran = false;
+  ran_on = nullptr;
   trial = nullptr;
   hal::profile::Profile& prof = ex.profile;
   const int native = native_index(ex, node);
@@ -384,14 +398,18 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     std::vector<hal::Backend*> backends;
     ex.router.auto_candidates(flops, backends);
     std::vector<OnBackend> runs;
+    std::vector<CallOn> calls;
     runs.reserve(backends.size());  // the candidates below refer to these: no reallocation
+    calls.reserve(backends.size());
     std::vector<measure::Candidate> candidates;
     if (own) candidates.push_back({"native", blas::FunctionRef<hal::Reason(Node&)>(run_native), -1});
     for (hal::Backend* b : backends) {
       if (own && b->runs_native_code(routine, own)) continue;  // native's own code: measured as native
       runs.push_back({b});
+      calls.push_back({&ex, b, &node});
       candidates.push_back({b->name(), blas::FunctionRef<hal::Reason(Node&)>(runs.back()),
-                            b->accelerator() ? b->estimate_seconds(node, flops) : -1});
+                            b->accelerator() ? b->estimate_seconds(node, flops) : -1,
+                            blas::FunctionRef<hal::Reason()>(calls.back())});
     }
     if (native < 0 || candidates.size() < (own ? 2u : 1u)) {
       prof.release(native, key);
@@ -422,14 +440,18 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       const uint64_t t0 = monotonic_ns();
       native_call();
       native_seconds = static_cast<double>(monotonic_ns() - t0) * 1e-9;
-      ran = true;
+      ran_on = "native";
       ex.note_native();
     }
     hal::profile::Row row;
     row.key = key;
     warm_up::settle();  // a backend still setting up would be timed on its set-up, and slow the others
     const uint64_t measuring_from = monotonic_ns();
-    if (!measure::run(node, flops, candidates, native_seconds, home.empty() ? nullptr : home.c_str(), row)) {
+    const char* made_call = nullptr;
+    const bool measured =
+        measure::run(node, flops, candidates, native_seconds, home.empty() ? nullptr : home.c_str(), row, made_call);
+    if (made_call) ran_on = made_call;
+    if (!measured) {
       prof.release(native, key);
       return nullptr;
     }
@@ -445,11 +467,12 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     if (log::enabled(log::Level::debug)) {
       std::string rates;
       for (const auto& r : row.rates) rates += " " + r.candidate + "=" + std::to_string(r.gflops).substr(0, 7);
-      SOL_LOG(debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s (measuring took %.1f ms%s%s%s%s%s)",
+      SOL_LOG(debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s (measuring took %.1f ms%s%s%s%s%s%s%s)",
               hal::profile::class_text(key).c_str(), symbol_name(node.sym), row.size.c_str(), rates.c_str(),
               row.choice.c_str(), static_cast<double>(monotonic_ns() - measuring_from) * 1e-6,
               home.empty() ? "" : ", beside ", home.c_str(), home.empty() ? "" : "'s threads",
-              outclassed ? "; native left out: " : "", left_out.c_str());
+              outclassed ? "; native left out: " : "", left_out.c_str(), made_call ? "; the call itself on " : "",
+              made_call ? made_call : "");
     }
     warn_if_measured_slow(node, flops, row);
     if (hal::Backend* b = row.trial.empty() ? nullptr : ex.registry.get(row.trial)) {
@@ -710,9 +733,9 @@ const char* execute(Node& node, NativeFn program_native) noexcept {
   Trial* trial = nullptr;
   if (ex->measured && node.api != Api::dnnl && flops >= hal::Router::kMeasureFlops &&
       ex->router.automatic(node, flops)) {
-    bool ran = false;
-    measured = measured_choice(*ex, node, flops, native, ran, err, checked, trial);
-    if (ran) return "native";  // the class's first call: native's sample
+    const char* ran_on = nullptr;
+    measured = measured_choice(*ex, node, flops, native, ran_on, err, checked, trial);
+    if (ran_on) return ran_on;  // the class's first call, made while measuring
     // A class that stays native, the common case: straight there (the library checks arguments).
     if (measured && measured[0] == 'n' && std::strcmp(measured, "native") == 0 && node.native) {
       ex->note_native();

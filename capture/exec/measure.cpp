@@ -1,5 +1,6 @@
 #include "capture/exec/measure.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -78,8 +79,10 @@ namespace {
 class Scratch {
  public:
   // Larger than 1 GiB of copies, a measurement would cost more memory than users expect of a call.
-  bool take(const Node& node) noexcept { return copies_.take(node, size_t{1} << 30); }
-  Node& refresh() noexcept { return copies_.refresh(); }
+  bool take(const Node& node) noexcept {
+    return copies_.take(node, size_t{1} << 30, blas::WrittenCopies::Unread::zeroed);
+  }
+  Node& refresh() noexcept { return copies_.refresh_read(); }
   // The same call on a quarter of the larger of m and n, for a first look at a long GEMM: a
   // sub-block of the operands with the same leading dimensions, valid whatever the layout and
   // transposes. False when the node is no GEMM or too small to cut.
@@ -169,6 +172,11 @@ double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
 // - A long GEMM (native took more than 2 ms) is screened first: each CPU candidate runs a quarter
 //   of it once, and those more than 1.5x behind the best there leave before costing a whole call.
 //   Native, screened last, runs no quarter when its call was already that far behind (scaled).
+// - With native left out (its library is misdetected), the program's call is still made first
+//   where possible, timed, as a candidate's first sample: one whole call fewer on the copies. In a
+//   mixed program home makes it, beside its own threads as the program's other calls are; alone,
+//   the leader of a long GEMM's screen. Like native's, that sample carries the program's first
+//   touches: its maker gets a sample on the copies before it loses on it.
 // - A candidate more than 1.5x slower than the best so far leaves the race: it cannot win, and
 //   timing it again is the most expensive thing a measurement could do.
 // - Calls above 2 ms get one sample, two when another candidate is within 20 % (noise is small
@@ -213,26 +221,44 @@ class Race {
     probe_ = probe;
   }
 
-  // Native's sample: the program's call itself.
+  // Native's sample: the program's call itself, which the caller made.
   void native_call(size_t i, double seconds) {
     native_ = i;
-    e_[i].best = e_[i].spent = seconds;
-    e_[i].samples = 1;
+    program_call(i, seconds);
   }
+  // Native left out: the program's call made here by candidate i, timed as its first sample.
+  // Seconds, or < 0 when it made none (nullptr, out, or it cannot take the program's operands).
+  double make_call(size_t i) {
+    if (native_ < e_.size() || called_ < e_.size() || i >= e_.size() || e_[i].out || !c_[i].call_itself) return -1;
+    const uint64_t t0 = monotonic_ns();
+    if (c_[i].call_itself() != hal::Reason::ok) {
+      e_[i].out = true;  // routed calls would not go there either
+      return -1;
+    }
+    const double seconds = static_cast<double>(monotonic_ns() - t0) * 1e-9;
+    program_call(i, seconds);
+    return seconds;
+  }
+  size_t home() const { return home_; }
+  // The fastest at a screen that judged a long call (SIZE_MAX: none did).
+  size_t leader() const { return leader_; }
   void warm_up(size_t i, bool screen) {
-    if (time_once(scratch_, c_[i], screen) < 0) e_[i].out = true;
+    if (i != called_ && time_once(scratch_, c_[i], screen) < 0) e_[i].out = true;
   }
   // `cut`: how many times the quarter's m x n the whole call's is.
   void screen(double cut) {
     const size_t n = e_.size();
     std::vector<double> quarter(n, -1);
     double fastest = -1;
-    // Native last: the program's call already timed it on the whole problem, and when that is
-    // more than 1.5x behind the best quarter (scaled to the whole, which favours native: a
-    // quarter pays the call's fixed costs on a quarter of the work) it has lost without one.
+    // The candidate that made the program's call (native, or home) last: that call already timed
+    // it on the whole problem. Native's, when more than 1.5x behind the best quarter (scaled to
+    // the whole, which favours native: a quarter pays the call's fixed costs on a quarter of the
+    // work), has lost without one. (Home's call may have paid several times its time for the
+    // first touches of a new output, and home, which took the program's larger classes, is
+    // likely to win: it runs its quarter.)
     for (size_t pass = 0; pass < 2; ++pass)
       for (size_t i = 0; i < n; ++i) {
-        if ((i == native_) != (pass == 1) || e_[i].out || c_[i].predicted_seconds >= 0)
+        if ((i == called_) != (pass == 1) || e_[i].out || c_[i].predicted_seconds >= 0)
           continue;  // accelerators: by prediction
         if (i == native_ && fastest > 0 && e_[i].best / cut > 1.5 * fastest) {
           e_[i].out = true;
@@ -241,25 +267,26 @@ class Race {
         quarter[i] = time_once(scratch_, c_[i], true);
         if (quarter[i] < 0) e_[i].out = true;
         else if (fastest < 0 || quarter[i] < fastest) fastest = quarter[i];
+        if (quarter[i] > 0) e_[i].quarter = quarter[i] * cut;
       }
-    // Without native's call (it was left out) the call's length is the fastest quarter's, scaled:
-    // a short one is not screened (its quarters were the warm-ups).
+    // Without native's call the call's length is the fastest quarter's, scaled: a short one is
+    // not screened (its quarters were the warm-ups).
     if (native_ >= n && fastest * cut <= kLong) return;
     for (size_t i = 0; i < n; ++i)
-      if (quarter[i] > 1.5 * fastest) {
-        e_[i].out = true;
-        if (e_[i].best < 0) e_[i].screened = quarter[i] * cut;  // its rate there
-      }
+      if (quarter[i] > 1.5 * fastest) e_[i].out = true;
+      else if (quarter[i] > 0 && quarter[i] == fastest) leader_ = i;
   }
   void run() {
     const size_t n = e_.size();
     if (home_ >= n) home_ = native_;
-    // Alone, a short call's native sample is taken again at once, before any other pool has run:
-    // the program's call paid for first touches and its library's first use (a 1024x10x256 SGEMM
-    // at 6 GFLOP/s instead of 60), and a sample after the others would run beside their threads.
-    if (!mixed_ && native_ < n && e_[native_].best > 0 && e_[native_].best <= kLong) sample(native_);
+    // Alone, a short call's sample by the program's call is taken again at once, before any other
+    // pool has run: the program's call paid for first touches and its library's first use (a
+    // 1024x10x256 SGEMM at 6 GFLOP/s instead of 60), and a sample after the others would run
+    // beside their threads.
+    if (!mixed_ && called_ < n && e_[called_].best > 0 && e_[called_].best <= kLong) sample(called_);
     // A home other than native is timed first: the others' charges are measured against it.
-    if (mixed_ && home_ < n && home_ != native_ && !e_[home_].out && !sample(home_)) home_ = native_;
+    if (mixed_ && home_ < n && home_ != native_ && !e_[home_].out && e_[home_].samples == 0 && !sample(home_))
+      home_ = native_;
     // The probe's own time after itself, the best of three: what a home call costs in the
     // program's steady state.
     for (int i = 0; mixed_ && probe_ && home_ < n && i < 3; ++i) {
@@ -287,8 +314,11 @@ class Race {
         // short call, which is paired).
         if (i == native_ && round == 0 && (home_ == native_ || e.best > kLong)) continue;
         const double f = fastest();
-        const bool second_chance = i == native_ && home_ == native_ && e.samples == 1 && f > 0 && f < e.best / 1.03 &&
-                                   (e.best <= kLong || e.best <= 1.5 * f);
+        // The program's call carries costs the runs on warm copies do not (first touches of a new
+        // output, first use): a candidate that would lose on it gets a sample on the copies
+        // first, unless it is a long call that loses by more than those costs could explain.
+        const bool second_chance = i == called_ && (i != native_ || home_ == native_) && e.samples == 1 && f > 0 &&
+                                   f < e.best / 1.03 && (i != native_ || e.best <= kLong || e.best <= 1.5 * f);
         // A first sample four times behind is taken for set-up rather than speed (a kernel that
         // oneDNN compiles for this transposition and size regime: 26 ms, then 0.13 ms a call) and
         // taken again, once: a candidate that slow by right costs one more call.
@@ -325,10 +355,13 @@ class Race {
     for (size_t i = 0; i < e_.size(); ++i) {
       const Entry& e = e_[i];
       if (e.best <= 0) {
-        if (e.screened > 0) row.rates.push_back({c_[i].name, flops / e.screened * 1e-9});
+        if (e.quarter > 0) row.rates.push_back({c_[i].name, flops / e.quarter * 1e-9});
         continue;  // declined the node, or left at the screen
       }
-      row.rates.push_back({c_[i].name, flops / e.best * 1e-9});
+      // A leader known only by the program's call, which paid for first touches of the program's
+      // output: its rate is the better of that call's and its screen's (scaled).
+      const bool by_call_alone = i == called_ && i != native_ && e.samples == 1 && e.quarter > 0;
+      row.rates.push_back({c_[i].name, flops / (by_call_alone ? std::min(e.best, e.quarter) : e.best) * 1e-9});
       if (chosen < 0 || e.best < chosen) {
         chosen = e.best;
         row.choice = c_[i].name;
@@ -349,7 +382,7 @@ class Race {
     if (!mixed_ && native_ < e_.size()) {
       double trial = -1;
       for (size_t i = 0; i < e_.size(); ++i) {
-        const double t = e_[i].best > 0 ? e_[i].best : e_[i].screened;
+        const double t = e_[i].best > 0 ? e_[i].best : e_[i].quarter;
         if (i == native_ || t <= 0 || c_[i].predicted_seconds >= 0) continue;
         if (trial < 0 || t < trial) {
           trial = t;
@@ -366,12 +399,18 @@ class Race {
     double own, follower;  // seconds: the candidate's calls, and the native calls after them
     int calls;
   };
+  void program_call(size_t i, double seconds) {
+    called_ = i;
+    e_[i].best = e_[i].spent = seconds;
+    e_[i].samples = 1;
+  }
+
   struct Entry {
     double best = -1;  // seconds per call: the best batch's mean (paired: with native's extra)
     double spent = 0;  // seconds timed
     int samples = 0;
     bool out = false;
-    double screened = -1;  // left at the screen: seconds per call at the rate it ran the quarter
+    double quarter = -1;  // screened: seconds per call at the rate it ran the quarter
     bool retaken = false;  // its first sample was dropped as set-up
     std::vector<Paired> paired;
   };
@@ -383,12 +422,12 @@ class Race {
     return f;
   }
   // Whether every other candidate is out of the race, or sampled and more than 1.5x behind this
-  // one (it leaves at its next turn), native's call excepted: it may get a second chance.
+  // one (it leaves at its next turn), the program's call excepted: it may get a second chance.
   bool unrivalled(size_t i) const {
     for (size_t j = 0; j < e_.size(); ++j) {
       if (j == i || e_[j].out) continue;
       const bool behind = e_[j].samples > 0 && e_[j].best > 1.5 * e_[i].best;
-      if (!behind || (j == native_ && e_[j].samples == 1)) return false;
+      if (!behind || (j == called_ && e_[j].samples == 1)) return false;
     }
     return true;
   }
@@ -459,6 +498,8 @@ class Race {
   const bool mixed_;
   size_t native_ = SIZE_MAX;
   size_t home_ = SIZE_MAX;
+  size_t leader_ = SIZE_MAX;  // the fastest at a screen that judged a long call
+  size_t called_ = SIZE_MAX;  // whose first sample is the program's call
   Probe* probe_ = nullptr;
   double probe_ref_ = -1;
 };
@@ -466,7 +507,8 @@ class Race {
 }  // namespace
 
 bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds,
-         const char* home, hal::profile::Row& row) noexcept {
+         const char* home, hal::profile::Row& row, const char*& made_call) noexcept {
+  made_call = nullptr;
   const bool mixed = home != nullptr;
   Scratch scratch;
   if (!scratch.take(node)) return false;
@@ -477,8 +519,6 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
       std::snprintf(size + std::strlen(size), sizeof size - std::strlen(size), "%s%lld", size[0] ? "x" : "",
                     static_cast<long long>(d));
   Node quarter{Sym{}, Op{}, DType::none};
-  // Without native's call (native_seconds < 0), the call may be long: the screen tells.
-  const bool screening = (native_seconds > kLong || native_seconds < 0) && scratch.screen(quarter);
   try {
     row.size = size;
     Race race(scratch, candidates, mixed);
@@ -488,16 +528,27 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
       if (probe && !probe->take(node)) probe.reset();
     }
     race.set_home(home, probe.get());
-    for (size_t i = 0; i < candidates.size(); ++i) {
+    // The program's call: native's, made by the caller; with native left out, home's in a mixed
+    // program, made now beside home's threads as the program's other calls are.
+    for (size_t i = 0; i < candidates.size(); ++i)
       if (std::strcmp(candidates[i].name, "native") == 0 && native_seconds > 0) {
         warm(candidates[i].name, node);  // the call itself warmed it
         race.native_call(i, native_seconds);
-      } else if (!warm(candidates[i].name, node)) {
-        race.warm_up(i, screening);  // on the quarter when screening: set-up is what it pays for
       }
+    if (native_seconds < 0 && mixed && race.make_call(race.home()) >= 0) {
+      warm(candidates[race.home()].name, node);
+      made_call = candidates[race.home()].name;
     }
-    if (screening)
+    // Without native's call, the call may be long: the screen tells (home's call may have paid
+    // several times its length for first touches of the program's new output).
+    const bool screening = (native_seconds > kLong || native_seconds < 0) && scratch.screen(quarter);
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (!warm(candidates[i].name, node)) race.warm_up(i, screening);  // on the quarter when screening
+    if (screening) {
       race.screen(static_cast<double>(b.m * b.n) / static_cast<double>(quarter.blas.m * quarter.blas.n));
+      // Alone, the screen's leader makes a long call.
+      if (!made_call && race.make_call(race.leader()) >= 0) made_call = candidates[race.leader()].name;
+    }
     t_measuring = true;
     t_slowed_once = false;
     race.run();

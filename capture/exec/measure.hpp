@@ -22,12 +22,18 @@ struct Candidate {
   // An accelerator's predicted time for the node (Backend::estimate_seconds), < 0 for others: an
   // accelerator predicted to lose clearly to the best CPU candidate measured is not run.
   double predicted_seconds = -1;
+  // The program's call itself on this candidate: the caller's operands, routed as the executor
+  // routes a call (empty: not offered). When native's call was not made (its library is left
+  // out), home makes it (a mixed program) or a long GEMM's screen leader (alone), timed, and that
+  // is its first sample: the call the program needs anyway, rather than one more on the copies.
+  blas::FunctionRef<hal::Reason()> call_itself = {};
 };
 
 // Times `node` on each candidate (CPU candidates first) on copies of its outputs. The call itself
-// has just run natively in `native_seconds` (< 0: it has not; the program has no library for it),
-// which is native's first sample. Fills `row` (size, rates, choice) and returns true when at least
-// one candidate ran. Costs a few calls of the fastest candidates: the slow ones leave the race
+// has just run natively in `native_seconds` (< 0: it has not; native is left out, or the program
+// has no library for it), which is native's first sample. Fills `row` (size, rates, choice) and
+// returns true when at least one candidate ran. `made_call` names the candidate that made the
+// program's call (Candidate::call_itself), nullptr when none did: the caller then makes it. Costs a few calls of the fastest candidates: the slow ones leave the race
 // after one run.
 // `home`: the program already made calls of other classes, which stay where they are, most of
 // them on `home`'s threads ("native", or a backend's name; nullptr: none yet, alone). A
@@ -37,7 +43,7 @@ struct Candidate {
 // after each call (OpenBLAS's for about 0.1 s), and native beside theirs: row.trial then names
 // the best other CPU candidate, to be tried in use against native before the choice is final.
 bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds,
-         const char* home, hal::profile::Row& row) noexcept;
+         const char* home, hal::profile::Row& row, const char*& made_call) noexcept;
 
 // Test-only: SOL_TEST_SLOW=<backend> makes that backend take ten times as long per node (it
 // spins after computing), so that tests can check that auto avoids a slow candidate. Applies to

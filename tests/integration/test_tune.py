@@ -17,7 +17,8 @@ from conftest import LIBSOL, PROGRAMS, REFERENCE_BLAS_DIR, SOL, clean_env, run, 
 # See auto(); also for the runs compared with them (OpenBLAS's results depend on its thread count).
 ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 MEASURED = re.compile(r"^sol: measured (.+?) \((\w+), ([0-9x]+)\):(.*) GFLOP/s; auto takes (\w+) "
-                      r"\(measuring took [0-9.]+ ms(?:, beside (\w+)'s threads)?(; native left out: .*)?\)$")
+                      r"\(measuring took [0-9.]+ ms(?:, beside (\w+)'s threads)?(; native left out: .*?)?"
+                      r"(?:; the call itself on (\w+))?\)$")
 
 
 @pytest.fixture
@@ -364,6 +365,9 @@ def test_misdetected_openblas_is_reported_once_and_routed_around(cache):
     assert all("native" not in rates for rates, _ in got.values()), got
     assert all(m.group(7) == "; native left out: openblas runs its library with this CPU's kernels"
                for m in lines), dbg.stderr
+    # Without native's call, the library whose threads the program's calls use made the second
+    # class's call, timed as its first sample (measuring costs one whole call fewer).
+    assert lines[1].group(8) == lines[0].group(5), lines[1].group(0)
     assert not trials(dbg.stderr), dbg.stderr
     # Without the misdetection, the same machine has nothing to say.
     quiet = auto(cache, "measured_calls", 512, SOL_LOG="warn")
@@ -373,8 +377,8 @@ def test_misdetected_openblas_is_reported_once_and_routed_around(cache):
 def test_a_library_that_lost_every_class_is_left_out_of_the_next(cache):
     """A slow native library (the reference BLAS, plain loops) loses each class by 1.5x or more:
     once it lost two, and the program's calls run elsewhere, a new class is measured without it
-    (its calls are many times slower) and computed by the chosen backend, bit for bit as that
-    backend named directly. A library that holds its own is measured as ever."""
+    (its calls are many times slower) and computed by the backend the program's calls now use
+    (its first sample), bit for bit as that backend named directly. A library that holds its own is measured as ever."""
     env = {"LD_LIBRARY_PATH": REFERENCE_BLAS_DIR}
     r = auto(cache, "gemm_classes", 128, 256, 512, **env)
     assert r.returncode == 0, r.stderr
@@ -385,9 +389,12 @@ def test_a_library_that_lost_every_class_is_left_out_of_the_next(cache):
     assert [m.group(7) for m in lines] == [None, None, "; native left out: it lost each earlier class by 1.5x"], \
         r.stderr
     assert "native" not in rates[2], rates
-    choice = lines[2].group(5)
-    direct = run([str(PROGRAMS / "gemm_classes"), "512"], env={"SOL_BACKEND": choice, **env, **ONE_THREAD})
-    assert r.stdout.splitlines()[2] == direct.stdout.splitlines()[0], (choice, r.stdout, direct.stdout)
+    # The call itself was made by home (where the larger of the first two classes went), timed as
+    # its first sample.
+    maker = lines[2].group(8)
+    assert maker == lines[1].group(5), r.stderr
+    direct = run([str(PROGRAMS / "gemm_classes"), "512"], env={"SOL_BACKEND": maker, **env, **ONE_THREAD})
+    assert r.stdout.splitlines()[2] == direct.stdout.splitlines()[0], (maker, r.stdout, direct.stdout)
     detected = auto(cache, "gemm_classes", 128, 256, 512, SOL_TEST_CPU_MODEL="as detected")
     assert "left out" not in detected.stderr and len(measured(detected.stderr)) == 3, detected.stderr
 

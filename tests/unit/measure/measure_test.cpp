@@ -47,29 +47,57 @@ struct Gemm {
   }
 };
 
+// The program's call itself on a candidate (Candidate::call_itself): `seconds` for the whole call,
+// which may include what a program's first touches of a new output cost.
+struct Itself {
+  double seconds;
+  int calls = 0;
+  double worst = 0;
+  hal::Reason operator()() {
+    ++calls;
+    const uint64_t t0 = monotonic_ns(), until = t0 + static_cast<uint64_t>(seconds * 1e9);
+    uint64_t t = t0;
+    while (t < until) t = monotonic_ns();
+    worst = std::max(worst, static_cast<double>(t - t0) / (static_cast<double>(until - t0) + 1));
+    return hal::Reason::ok;
+  }
+};
+
 // One race between `fast` and `slow` (seconds per whole call), without native (the program's
 // library left out), as candidates named for this race alone (a name's first run is a warm-up).
+// Each offers to make the program's call itself, in `itself_factor` times its own time.
 struct Race {
   Spinner fast, slow;
+  Itself fast_itself, slow_itself;
   hal::profile::Row row;
-  Race(double f, double s, const std::string& tag) : fast{f}, slow{s} {
+  const char* made_call = nullptr;
+  std::string fast_name, slow_name;
+  Race(double f, double s, const std::string& tag, double itself_factor = 1)
+      : fast{f}, slow{s}, fast_itself{f * itself_factor}, slow_itself{s * itself_factor} {
     static std::vector<std::string> names;  // candidates' names must outlive the process's warm set
     names.push_back("fast-" + tag);
     names.push_back("slow-" + tag);
+    fast_name = names[names.size() - 2];
+    slow_name = names.back();
     Gemm g;
-    std::vector<Candidate> c = {{names[names.size() - 2].c_str(), blas::FunctionRef<hal::Reason(Node&)>(fast)},
-                                {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(slow)}};
-    EXPECT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, -1, nullptr, row));
+    std::vector<Candidate> c = {{names[names.size() - 2].c_str(), blas::FunctionRef<hal::Reason(Node&)>(fast), -1,
+                                 blas::FunctionRef<hal::Reason()>(fast_itself)},
+                                {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(slow), -1,
+                                 blas::FunctionRef<hal::Reason()>(slow_itself)}};
+    EXPECT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, -1, nullptr, row, made_call));
+  }
+  bool undisturbed() const {
+    return fast.worst < 1.1 && slow.worst < 1.1 && fast_itself.worst < 1.1 && slow_itself.worst < 1.1;
   }
 };
 
 // The machine is shared: a spin preempted for long enough changes what a race sees. A decision
 // is checked on the first of a few races in which no call took 10 % longer than set.
 template <class Check>
-void in_an_undisturbed_race(double fast, double slow, const char* name, Check check) {
+void in_an_undisturbed_race(double fast, double slow, const char* name, Check check, double itself_factor = 1) {
   for (int attempt = 0; attempt < 8; ++attempt) {
-    Race r(fast, slow, std::string(name) + std::to_string(attempt));
-    if (r.fast.worst < 1.1 && r.slow.worst < 1.1) return check(r);
+    Race r(fast, slow, std::string(name) + std::to_string(attempt), itself_factor);
+    if (r.undisturbed()) return check(r);
   }
   GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
 }
@@ -86,6 +114,42 @@ TEST(Measure, AWholeCallWithARivalWithin1_5xIsSampledTwice) {
   in_an_undisturbed_race(0.8e-3, 1.0e-3, "rivalled", [](const Race& r) {
     EXPECT_EQ(r.fast.whole_calls, 2);
     EXPECT_GE(r.slow.whole_calls, 1);
+  });
+}
+
+TEST(Measure, ALongCallIsMadeByTheScreensLeaderAsItsFirstSample) {
+  // 4 ms a call, the other 2x slower (left at the screen): the program's call on the leader is the
+  // race's only whole call.
+  in_an_undisturbed_race(4e-3, 8e-3, "itself", [](const Race& r) {
+    ASSERT_NE(r.made_call, nullptr);
+    EXPECT_EQ(r.made_call, r.fast_name);
+    EXPECT_EQ(r.fast_itself.calls, 1);
+    EXPECT_EQ(r.slow_itself.calls, 0);
+    EXPECT_EQ(r.fast.whole_calls, 0);
+    EXPECT_EQ(r.slow.whole_calls, 0);
+    EXPECT_EQ(r.row.choice, r.fast_name);
+  });
+}
+
+TEST(Measure, ALeaderSlowedByTheProgramsCallGetsASampleOnTheCopies) {
+  // The leader's call itself paid 3x for first touches of the program's output: the rival, 1.3x
+  // slower on the copies, beats that call, and the leader is timed on the copies before it loses.
+  in_an_undisturbed_race(
+      3e-3, 3.9e-3, "touched",
+      [](const Race& r) {
+        EXPECT_EQ(r.made_call, r.fast_name);
+        EXPECT_EQ(r.fast_itself.calls, 1);
+        EXPECT_EQ(r.fast.whole_calls, 1);
+        EXPECT_EQ(r.row.choice, r.fast_name);
+      },
+      3);
+}
+
+TEST(Measure, AShortCallIsNotMadeByACandidate) {
+  // 0.8 ms: no screen judges it, and the caller makes the program's call on the winner.
+  in_an_undisturbed_race(0.8e-3, 2.0e-3, "short-itself", [](const Race& r) {
+    EXPECT_EQ(r.made_call, nullptr);
+    EXPECT_EQ(r.fast_itself.calls + r.slow_itself.calls, 0);
   });
 }
 

@@ -1,0 +1,106 @@
+// capture::blas::WrittenCopies: what auto's measurements and verify mode run a call on instead of
+// the caller's memory.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "capture/blas/copies.hpp"
+
+namespace sol::capture::blas {
+namespace {
+
+constexpr int64_t kM = 1000, kN = 64, kLd = 1024;  // C's columns padded: 24 elements unused each
+constexpr int64_t kExtent = kLd * (kN - 1) + kM;   // what the call spans of C
+
+struct Gemm {
+  std::vector<float> a = std::vector<float>(kLd * kN, 1.0f), b = std::vector<float>(kN * kN, 1.0f);
+  Node node{Sym{}, Op::gemm, DType::f32};
+  explicit Gemm(float* c, double beta) {
+    BlasArgs& x = node.blas;
+    x.layout = 'C';
+    x.transa = x.transb = 'N';
+    x.m = kM;
+    x.n = x.k = kN;
+    x.lda = kLd;
+    x.ldb = kN;
+    x.ldc = kLd;
+    x.alpha = Scalar(1.0);
+    x.beta = Scalar(beta);
+    x.a = a.data();
+    x.b = b.data();
+    x.c = c;
+  }
+};
+
+// C in pages of its own, never touched by the test: mincore says which of them a take() read.
+struct FreshPages {
+  size_t bytes = kLd * kN * sizeof(float);
+  float* c = static_cast<float*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ~FreshPages() { munmap(c, bytes); }
+  size_t resident() const {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> in((bytes + page - 1) / page);
+    if (mincore(c, bytes, in.data()) != 0) return SIZE_MAX;
+    size_t n = 0;
+    for (unsigned char v : in) n += v & 1;
+    return n;
+  }
+};
+
+TEST(WrittenCopies, AMeasurementDoesNotReadAnOutputTheCallOnlyWrites) {
+  FreshPages fresh;
+  ASSERT_NE(fresh.c, MAP_FAILED);
+  ASSERT_EQ(fresh.resident(), 0u);
+  Gemm g(fresh.c, 0.0);
+  WrittenCopies copies;
+  ASSERT_TRUE(copies.take(g.node, SIZE_MAX, WrittenCopies::Unread::zeroed));
+  // Reading the program's untouched C would map each page (and the program's call would fault it
+  // again to write it).
+  EXPECT_EQ(fresh.resident(), 0u);
+  const float* copy = static_cast<const float*>(copies.node().blas.c);
+  ASSERT_NE(copy, fresh.c);
+  for (int64_t i = 0; i < kExtent; ++i) ASSERT_EQ(copy[i], 0.0f) << i;
+}
+
+TEST(WrittenCopies, VerifyGetsTheCallersBytesPaddingIncluded) {
+  std::vector<float> c(kLd * kN);
+  for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<float>(i);
+  for (double beta : {0.0, 1.0}) {
+    Gemm g(c.data(), beta);
+    WrittenCopies copies;
+    ASSERT_TRUE(copies.take(g.node));
+    EXPECT_EQ(std::memcmp(copies.node().blas.c, c.data(), kExtent * sizeof(float)), 0) << beta;
+  }
+}
+
+TEST(WrittenCopies, AnOutputTheCallReadsIsCopiedAndRefreshed) {
+  std::vector<float> c(kLd * kN, 3.0f);
+  Gemm g(c.data(), 1.0);
+  WrittenCopies copies;
+  ASSERT_TRUE(copies.take(g.node, SIZE_MAX, WrittenCopies::Unread::zeroed));
+  float* copy = static_cast<float*>(copies.node().blas.c);
+  EXPECT_EQ(copy[0], 3.0f);
+  copy[0] = copy[kExtent - 1] = -1.0f;  // what a candidate's run left
+  copies.refresh_read();
+  EXPECT_EQ(copy[0], 3.0f);
+  EXPECT_EQ(copy[kExtent - 1], 3.0f);
+}
+
+TEST(WrittenCopies, RefreshReadLeavesAnOnlyWrittenOutputAsTheLastRunLeftIt) {
+  std::vector<float> c(kLd * kN, 3.0f);
+  Gemm g(c.data(), 0.0);
+  WrittenCopies copies;
+  ASSERT_TRUE(copies.take(g.node, SIZE_MAX, WrittenCopies::Unread::zeroed));
+  float* copy = static_cast<float*>(copies.node().blas.c);
+  copy[5] = -1.0f;
+  copies.refresh_read();
+  EXPECT_EQ(copy[5], -1.0f);  // no 4 MB copy between two runs of a measurement
+  copies.refresh();
+  EXPECT_EQ(copy[5], 3.0f);
+}
+
+}  // namespace
+}  // namespace sol::capture::blas
