@@ -7,11 +7,12 @@ recognise the CPU and runs its oldest kernels, as Debian's 0.3.21 does on recent
 
 Then a C program (bench_mixed_classes) whose small GEMM class comes before its large one.
 
-Per setting, whole-process wall time (Python start, torch import, model, 20 steps) of:
+Per setting, whole-process wall time (Python start, torch import, model, 20 steps) and the loop's of:
   native                 no libsol
   auto, first run        libsol with an empty profile: auto measures each shape class once
   auto, profiled         the same again: routes from the profile, measures nothing
-Targets: measuring costs <= 2 % of the run (first run vs profiled); auto >= 2.5x faster than native
+Targets: measuring costs <= 2 % of the run (first run's loop vs profiled, over native's whole run: all
+measuring happens in the loop); auto >= 2.5x faster than native
 when native is misdetected; no slower than native when it is not (>= 0.98).
 Runs alternate and the best of each is kept.
 """
@@ -94,8 +95,13 @@ def main():
             print("%s: wall s (20-step loop s)" % name)
             for v, label in (("native", "native"), ("first", "auto, first run"), ("profiled", "auto, profiled")):
                 print("  %-18s %7.3f (%7.3f)" % (label, best[v][0], best[v][1]))
-            cost = (best["first"][0] - best["profiled"][0]) / best["native"][0]
-            print("  measuring costs %.1f %% of the run (target <= 2 %%): %s" % (100 * cost, "PASS" if cost <= 0.02 else "FAIL"))
+            # Every BLAS call is in the loop, and so is every measurement: the loops' difference is
+            # what measuring costs, without the noise of Python's start and torch's import, which
+            # swing by more than 2 % of the run from one run to the next.
+            cost = (best["first"][1] - best["profiled"][1]) / best["native"][0]
+            wall_cost = (best["first"][0] - best["profiled"][0]) / best["native"][0]
+            print("  measuring costs %.1f %% of the run (first run's loop - profiled loop, over native's wall; "
+                  "by wall: %.1f %%) (target <= 2 %%): %s" % (100 * cost, 100 * wall_cost, "PASS" if cost <= 0.02 else "FAIL"))
             speed = best["native"][1] / best["profiled"][1]
             if prescott:
                 print("  auto / native loop speed: %.2fx (target >= 2.5x): %s" % (speed, "PASS" if speed >= 2.5 else "FAIL"))
