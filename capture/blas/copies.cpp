@@ -22,8 +22,12 @@ bool WrittenCopies::take(const Node& node, size_t max_bytes, Unread unread) noex
   for (int i = 0; i < n; ++i)
     if (copied(ops[i])) total += rounded(ops[i].bytes);
   if (total > max_bytes) return false;
-  buffer_.reset(static_cast<unsigned char*>(std::aligned_alloc(64, total ? total : 64)));
-  if (!buffer_) return false;
+  if (!buffer_ || capacity_ < total) {
+    capacity_ = 0;
+    buffer_.reset(static_cast<unsigned char*>(std::aligned_alloc(64, total ? total : 64)));
+    if (!buffer_) return false;
+    capacity_ = total;
+  }
   node_ = node;
   node_.ret = {};
   node_.result = nullptr;

@@ -25,8 +25,9 @@ class WrittenCopies {
   // measurement: reading the caller's would fault in each page the program has not touched yet,
   // and the program's call would fault it again to write it).
   enum class Unread { copied, zeroed };
-  // Copies the node's written operands as they are now. False when it cannot (more than
-  // `max_bytes` in all, or no memory); the node is then left alone.
+  // Copies the node's written operands as they are now, into the memory of the last take() when
+  // they fit. False when it cannot (more than `max_bytes` in all, or no memory); the node is then
+  // left alone.
   bool take(const Node& node, size_t max_bytes = SIZE_MAX, Unread unread = Unread::copied) noexcept;
   // The node on the copies (its function result and result pointer cleared).
   Node& node() noexcept { return node_; }
@@ -38,6 +39,15 @@ class WrittenCopies {
   // between runs, without copying a large C each time.
   Node& refresh_read() noexcept;
 
+  // The memory given back; a take() keeps it otherwise (a measurement after another then finds
+  // its pages mapped).
+  void release() noexcept {
+    buffer_.reset();
+    capacity_ = 0;
+    count_ = 0;
+  }
+  size_t capacity() const noexcept { return capacity_; }
+
   const Copy* begin() const noexcept { return copies_; }
   const Copy* end() const noexcept { return copies_ + count_; }
 
@@ -47,6 +57,7 @@ class WrittenCopies {
   };
   Node node_{Sym{}, Op{}, DType::none};
   std::unique_ptr<unsigned char, Free> buffer_;
+  size_t capacity_ = 0;
   Copy copies_[kMaxOperands];
   int count_ = 0;
 };

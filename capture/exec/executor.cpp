@@ -51,7 +51,7 @@ struct Trial {
   uint64_t until_ns;     // the candidate's turn ends at its first call from then on (and its third)
   double best_gflops = 0;
   int calls = 0;
-  int quiet_calls = 0;  // from kQuietNs into its turn on
+  int settled_calls = 0;  // from kQuietNs into its turn on, or since native ran other classes
   // Then native's turn, a few calls (kNativeTurn), so that both are judged in use: native's
   // measurement may have run beside the candidate's threads as much as the reverse.
   bool native_turn = false;
@@ -91,6 +91,14 @@ struct Executor {
   }
   std::mutex trials_mu;  // trials; taken only by calls of a class on trial
   std::vector<std::unique_ptr<Trial>> trials;  // finished ones stay: callers may hold pointers
+  // A trial began (trial_open), and native has run a call of another class since (native_beside):
+  // the program keeps native's threads busy, and the candidate's calls in use are beside them
+  // from the first, quiet or not.
+  std::atomic<bool> trial_open{false}, native_beside{false};
+  void note_native_beside() noexcept {
+    if (SOL_UNLIKELY(trial_open.load(std::memory_order_relaxed)) && !native_beside.load(std::memory_order_relaxed))
+      native_beside.store(true, std::memory_order_relaxed);
+  }
   explicit Executor(const config::Config& c)
       : cfg(c), registry(cfg), router(cfg, registry), profile(cfg), strict(c.strict), verify(c.verify) {
     measured = profile.measuring() || (!profile.path().empty() && ::access(profile.path().c_str(), R_OK) == 0);
@@ -487,6 +495,8 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       prof.record(native, row);
       std::lock_guard<std::mutex> lock(ex.trials_mu);
       ex.trials.push_back(std::move(t));
+      ex.native_beside.store(false, std::memory_order_relaxed);
+      ex.trial_open.store(true, std::memory_order_relaxed);
       prof.begin_trial(native, key);
       return nullptr;  // this call is done (native's sample); the next goes to the candidate
     }
@@ -509,15 +519,17 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_native) noexce
   if (!by_native) {
     if (gflops > t.best_gflops) t.best_gflops = gflops;
     ++t.calls;
-    if (now + kTrialNs >= t.until_ns + kQuietNs) ++t.quiet_calls;
-    // A candidate whose best call in use is still behind native's measured call once native's
-    // threads have gone quiet (kQuietNs into its turn) cannot win: native's turn could only raise
-    // native's figure, and each further call would cost the program what the candidate loses.
-    // 1.5x behind, one call there says so (three in all); 10 % behind, three calls there do.
-    // (Before that, OpenBLAS's spinning workers slow oneDNN's team to 4 GFLOP/s on a 256^3 SGEMM
-    // that it runs at 220.)
-    const bool lost = t.quiet_calls > 0 && t.calls >= 3 &&
-                      (t.quiet_calls >= 3 ? 1.1 : 1.5) * t.best_gflops < t.native_gflops;
+    if (now + kTrialNs >= t.until_ns + kQuietNs || ex.native_beside.load(std::memory_order_relaxed))
+      ++t.settled_calls;
+    // A candidate whose best call in use is still behind native's measured call once it runs as it
+    // will in this program cannot win: native's turn could only raise native's figure, and each
+    // further call would cost the program what the candidate loses. That is once native's threads
+    // have gone quiet (kQuietNs into its turn), or at once in a program whose other classes keep
+    // them busy. 1.5x behind, one call there says so (three in all); 10 % behind, three calls
+    // there do. (Before that, OpenBLAS's spinning workers slow oneDNN's team to 4 GFLOP/s on a
+    // 256^3 SGEMM that it runs at 220, in a program calling nothing else.)
+    const bool lost = t.settled_calls > 0 && t.calls >= 3 &&
+                      (t.settled_calls >= 3 ? 1.1 : 1.5) * t.best_gflops < t.native_gflops;
     if (gflops >= 0 && !lost && (t.calls < 3 || now < t.until_ns)) return;
     if (gflops >= 0 && !lost) {
       t.native_turn = true;
@@ -529,6 +541,9 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_native) noexce
     if (++t.native_calls < 3 || now < t.native_until_ns) return;
   }
   t.done = true;
+  bool open = false;
+  for (const auto& other : ex.trials) open = open || !other->done;
+  ex.trial_open.store(open, std::memory_order_relaxed);
   const bool wins = gflops >= 0 && t.best_gflops > 1.03 * t.native_gflops;
   try {
     for (auto& r : t.row.rates) {
@@ -749,6 +764,7 @@ const char* execute(Node& node, NativeFn program_native) noexcept {
         observe_trial(*ex, *trial, flops / (static_cast<double>(monotonic_ns() - t0) * 1e-9) * 1e-9, true);
         return "native";
       }
+      ex->note_native_beside();
       native();
       return "native";
     }

@@ -102,5 +102,25 @@ TEST(WrittenCopies, RefreshReadLeavesAnOnlyWrittenOutputAsTheLastRunLeftIt) {
   EXPECT_EQ(copy[5], 3.0f);
 }
 
+TEST(WrittenCopies, TakeKeepsItsMemoryForTheNextNodeThatFits) {
+  std::vector<float> c(kLd * kN, 3.0f);
+  Gemm big(c.data(), 1.0);
+  WrittenCopies copies;
+  ASSERT_TRUE(copies.take(big.node));
+  const void* first = copies.node().blas.c;
+  const size_t capacity = copies.capacity();
+  EXPECT_GE(capacity, kExtent * sizeof(float));
+  Gemm small(c.data(), 1.0);
+  small.node.blas.m = 10;  // fits: the same memory, its pages already mapped
+  ASSERT_TRUE(copies.take(small.node));
+  EXPECT_EQ(copies.node().blas.c, first);
+  EXPECT_EQ(copies.capacity(), capacity);
+  EXPECT_EQ(static_cast<const float*>(copies.node().blas.c)[0], 3.0f);
+  copies.release();
+  EXPECT_EQ(copies.capacity(), 0u);
+  ASSERT_TRUE(copies.take(small.node));  // usable after release()
+  EXPECT_EQ(static_cast<const float*>(copies.node().blas.c)[0], 3.0f);
+}
+
 }  // namespace
 }  // namespace sol::capture::blas

@@ -18,10 +18,10 @@ constexpr int64_t kN = 256;
 
 struct Spinner {
   double seconds;  // for the whole kN x kN call; a screen's quarter takes a quarter
-  int whole_calls = 0;
+  int whole_calls = 0, part_calls = 0;
   double worst = 0;  // the longest a call took, over its set time: more than 1 when preempted
   hal::Reason operator()(Node& n) {
-    if (n.blas.m == kN && n.blas.n == kN) ++whole_calls;
+    ++(n.blas.m == kN && n.blas.n == kN ? whole_calls : part_calls);
     const double share = static_cast<double>(n.blas.m * n.blas.n) / static_cast<double>(kN * kN);
     const uint64_t t0 = monotonic_ns(), until = t0 + static_cast<uint64_t>(seconds * share * 1e9);
     uint64_t t = t0;
@@ -143,6 +143,29 @@ TEST(Measure, ALeaderSlowedByTheProgramsCallGetsASampleOnTheCopies) {
         EXPECT_EQ(r.row.choice, r.fast_name);
       },
       3);
+}
+
+TEST(Measure, NativeFarAheadOfEveryQuarterRunsNoneOfItsOwn) {
+  // Native's call (3 ms, the program's) is 1.5x ahead of the other's quarter, scaled: the other
+  // leaves at the screen, and native runs neither a quarter nor a whole call on the copies.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    Spinner native{3e-3}, slow{8e-3};
+    static std::vector<std::string> names;
+    names.push_back("slow-far" + std::to_string(attempt));
+    Gemm g;
+    std::vector<Candidate> c = {{"native", blas::FunctionRef<hal::Reason(Node&)>(native)},
+                                {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(slow)}};
+    hal::profile::Row row;
+    const char* made_call = nullptr;
+    ASSERT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, 3e-3, nullptr, row, made_call));
+    if (slow.worst >= 1.1) continue;
+    EXPECT_EQ(native.whole_calls + native.part_calls, 0);
+    EXPECT_EQ(slow.whole_calls, 0);
+    EXPECT_EQ(row.choice, "native");
+    EXPECT_EQ(made_call, nullptr);
+    return;
+  }
+  GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
 }
 
 TEST(Measure, AShortCallIsNotMadeByACandidate) {
