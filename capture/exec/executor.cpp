@@ -40,24 +40,27 @@ std::atomic<double> g_native_below[kNumSymbols];
 namespace {
 
 // Created by start_executor() and never destroyed: calls may arrive while the process exits.
-// A candidate tried in use (measure.hpp, Row::trial): for a while the class's calls go to it,
-// timed, and the choice is made from what they took.
+// A candidate tried in use (measure.hpp, Row::trial) against the measured choice, the incumbent
+// (native, or with native left out a CPU backend): for a while the class's calls go to it, timed,
+// then a few to the incumbent, and the choice is made from what they took.
 struct Trial {
   int native;
   uint64_t key;
-  hal::profile::Row row;  // the measurement (choice "native" so far)
+  hal::profile::Row row;  // the measurement (its choice, the incumbent, so far)
   hal::Backend* backend;
-  double native_gflops;  // measured; then the best of native's own calls after the candidate's
-  uint64_t until_ns;     // the candidate's turn ends at its first call from then on (and its third)
+  hal::Backend* incumbent;  // nullptr: native
+  double native_gflops;     // the incumbent's: measured; then the best of its own calls in its turn
+  uint64_t until_ns;        // the candidate's turn ends at its first call from then on (and its third)
   double best_gflops = 0;
   int calls = 0;
-  int settled_calls = 0;  // from kQuietNs into its turn on, or since native ran other classes
-  // Then native's turn, a few calls (kNativeTurn), so that both are judged in use: native's
+  int settled_calls = 0;  // from kQuietNs into its turn on, or since the incumbent ran other classes
+  // Then the incumbent's turn, a few calls (kNativeTurn), so that both are judged in use: its
   // measurement may have run beside the candidate's threads as much as the reverse.
   bool native_turn = false;
   uint64_t native_until_ns = 0;
   int native_calls = 0;
   bool done = false;
+  const char* incumbent_name() const noexcept { return incumbent ? incumbent->name() : "native"; }
 };
 
 // OpenBLAS's workers spin for 2^28 cycles after their last work before they sleep (0.13 s at
@@ -91,13 +94,15 @@ struct Executor {
   }
   std::mutex trials_mu;  // trials; taken only by calls of a class on trial
   std::vector<std::unique_ptr<Trial>> trials;  // finished ones stay: callers may hold pointers
-  // A trial began (trial_open), and native has run a call of another class since (native_beside):
-  // the program keeps native's threads busy, and the candidate's calls in use are beside them
-  // from the first, quiet or not.
-  std::atomic<bool> trial_open{false}, native_beside{false};
-  void note_native_beside() noexcept {
-    if (SOL_UNLIKELY(trial_open.load(std::memory_order_relaxed)) && !native_beside.load(std::memory_order_relaxed))
-      native_beside.store(true, std::memory_order_relaxed);
+  // A trial began (trial_open), and its incumbent (trial_incumbent, nullptr: native) has run a call
+  // of another class since (incumbent_beside): the program keeps the incumbent's threads busy, and
+  // the candidate's calls in use are beside them from the first, quiet or not.
+  std::atomic<bool> trial_open{false}, incumbent_beside{false};
+  std::atomic<const hal::Backend*> trial_incumbent{nullptr};
+  void note_beside(const hal::Backend* ran) noexcept {
+    if (SOL_UNLIKELY(trial_open.load(std::memory_order_relaxed)) &&
+        !incumbent_beside.load(std::memory_order_relaxed) && ran == trial_incumbent.load(std::memory_order_relaxed))
+      incumbent_beside.store(true, std::memory_order_relaxed);
   }
   explicit Executor(const config::Config& c)
       : cfg(c), registry(cfg), router(cfg, registry), profile(cfg), strict(c.strict), verify(c.verify) {
@@ -380,7 +385,7 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     for (const auto& t : ex.trials)
       if (!t->done && t->native == native && t->key == key) {
         trial = t.get();
-        return t->native_turn ? "native" : t->backend->name();
+        return t->native_turn ? t->incumbent_name() : t->backend->name();
       }
     return nullptr;  // decided meanwhile
   }
@@ -484,21 +489,30 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
               made_call ? made_call : "");
     }
     warn_if_measured_slow(node, flops, row);
-    if (hal::Backend* b = row.trial.empty() ? nullptr : ex.registry.get(row.trial)) {
-      double native_gflops = 0;
+    // The trial is against native when native was measured (whatever the choice), else against
+    // the choice.
+    const bool native_in = own && !outclassed;
+    hal::Backend* incumbent = native_in ? nullptr : ex.registry.get(row.choice);
+    if (hal::Backend* b = row.trial.empty() ? nullptr : ex.registry.get(row.trial);
+        b && b != incumbent && (native_in || incumbent)) {
+      double incumbent_gflops = 0;
       for (const auto& r : row.rates)
-        if (r.candidate == "native") native_gflops = r.gflops;
-      auto t = std::make_unique<Trial>(Trial{native, key, row, b, native_gflops, monotonic_ns() + kTrialNs});
-      SOL_LOG(debug, "trying %s in use for %s, then native: measured beside each other's threads", b->name(),
-              hal::profile::class_text(key).c_str());
+        if (r.candidate == (native_in ? "native" : row.choice)) incumbent_gflops = r.gflops;
+      auto t = std::make_unique<Trial>(
+          Trial{native, key, row, b, incumbent, incumbent_gflops, monotonic_ns() + kTrialNs});
+      SOL_LOG(debug, "trying %s in use for %s, then %s: measured beside each other's threads", b->name(),
+              hal::profile::class_text(key).c_str(), t->incumbent_name());
       // The measured choice is recorded first: it stands if the process ends before the trial.
       prof.record(native, row);
       std::lock_guard<std::mutex> lock(ex.trials_mu);
       ex.trials.push_back(std::move(t));
-      ex.native_beside.store(false, std::memory_order_relaxed);
+      ex.incumbent_beside.store(false, std::memory_order_relaxed);
+      ex.trial_incumbent.store(incumbent, std::memory_order_relaxed);
       ex.trial_open.store(true, std::memory_order_relaxed);
       prof.begin_trial(native, key);
-      return nullptr;  // this call is done (native's sample); the next goes to the candidate
+      // The next call goes to the candidate; this one, when nobody made it while measuring, to
+      // the incumbent.
+      return ran_on || !incumbent ? nullptr : incumbent->name();
     }
     prof.record(native, row);
   } catch (...) {
@@ -509,25 +523,26 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
   return chosen >= 0 ? prof.candidate_name(chosen) : nullptr;
 }
 
-// One call of a class on trial, at `gflops` (< 0: the candidate declined it), made by native in
-// native's turn. Once both turns are over, the class goes to the candidate if its best call beat
-// native's best (measured or in use) by 3 %.
-void observe_trial(Executor& ex, Trial& t, double gflops, bool by_native) noexcept {
+// One call of a class on trial, at `gflops` (< 0: the candidate declined it), made by the
+// incumbent in its turn. Once both turns are over, the class goes to the candidate if its best
+// call beat the incumbent's best (measured or in use) by 3 %.
+void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent) noexcept {
   std::lock_guard<std::mutex> lock(ex.trials_mu);
-  if (t.done || by_native != t.native_turn) return;
+  if (t.done || by_incumbent != t.native_turn) return;
   const uint64_t now = monotonic_ns();
-  if (!by_native) {
+  if (!by_incumbent) {
     if (gflops > t.best_gflops) t.best_gflops = gflops;
     ++t.calls;
-    if (now + kTrialNs >= t.until_ns + kQuietNs || ex.native_beside.load(std::memory_order_relaxed))
+    if (now + kTrialNs >= t.until_ns + kQuietNs || ex.incumbent_beside.load(std::memory_order_relaxed))
       ++t.settled_calls;
-    // A candidate whose best call in use is still behind native's measured call once it runs as it
-    // will in this program cannot win: native's turn could only raise native's figure, and each
-    // further call would cost the program what the candidate loses. That is once native's threads
-    // have gone quiet (kQuietNs into its turn), or at once in a program whose other classes keep
-    // them busy. 1.5x behind, one call there says so (three in all); 10 % behind, three calls
-    // there do. (Before that, OpenBLAS's spinning workers slow oneDNN's team to 4 GFLOP/s on a
-    // 256^3 SGEMM that it runs at 220, in a program calling nothing else.)
+    // A candidate whose best call in use is still behind the incumbent's measured call once it
+    // runs as it will in this program cannot win: the incumbent's turn could only raise its
+    // figure, and each further call would cost the program what the candidate loses. That is
+    // once the incumbent's threads have gone quiet (kQuietNs into the candidate's turn), or at
+    // once in a program whose other classes keep them busy. 1.5x behind, one call there says so
+    // (three in all); 10 % behind, three calls there do. (Before that, OpenBLAS's spinning
+    // workers slow oneDNN's team to 4 GFLOP/s on a 256^3 SGEMM that it runs at 220, in a program
+    // calling nothing else.)
     const bool lost = t.settled_calls > 0 && t.calls >= 3 &&
                       (t.settled_calls >= 3 ? 1.1 : 1.5) * t.best_gflops < t.native_gflops;
     if (gflops >= 0 && !lost && (t.calls < 3 || now < t.until_ns)) return;
@@ -548,22 +563,22 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_native) noexce
   try {
     for (auto& r : t.row.rates) {
       if (r.candidate == t.backend->name()) r.gflops = t.best_gflops;
-      if (r.candidate == "native") r.gflops = t.native_gflops;
+      if (r.candidate == t.incumbent_name()) r.gflops = t.native_gflops;
     }
-    t.row.choice = wins ? t.backend->name() : "native";
+    t.row.choice = wins ? t.backend->name() : t.incumbent_name();
     t.row.trial.clear();
     // The class was measured alone, before the program's other classes settled where its calls
     // mostly run; a trial that ends away from there is measured again beside those threads.
     const std::string home = ex.profile.home(t.native, t.key);
     if (!home.empty() && home != t.row.choice && ex.profile.measure_again(t.native, t.key)) {
-      SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, native %.1f over %d; measuring it again beside %s's threads",
-              t.backend->name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls, t.native_gflops,
-              t.native_calls, home.c_str());
+      SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d; measuring it again beside %s's threads",
+              t.backend->name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls, t.incumbent_name(),
+              t.native_gflops, t.native_calls, home.c_str());
       return;
     }
-    SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, native %.1f over %d; auto takes %s",
-            t.backend->name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls, t.native_gflops,
-            t.native_calls, t.row.choice.c_str());
+    SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d; auto takes %s",
+            t.backend->name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls, t.incumbent_name(),
+            t.native_gflops, t.native_calls, t.row.choice.c_str());
     ex.profile.record(t.native, t.row);
   } catch (...) {
     ex.profile.release(t.native, t.key);
@@ -764,7 +779,7 @@ const char* execute(Node& node, NativeFn program_native) noexcept {
         observe_trial(*ex, *trial, flops / (static_cast<double>(monotonic_ns() - t0) * 1e-9) * 1e-9, true);
         return "native";
       }
-      ex->note_native_beside();
+      ex->note_beside(nullptr);
       native();
       return "native";
     }
@@ -794,10 +809,12 @@ const char* execute(Node& node, NativeFn program_native) noexcept {
     }
     const uint64_t t0 = trial ? monotonic_ns() : 0;
     const hal::Reason r = run_on(*ex, *c.backend, node);
-    if (trial && c.backend == trial->backend) {
+    if (trial && (c.backend == trial->backend || c.backend == trial->incumbent)) {
       const double seconds = static_cast<double>(monotonic_ns() - t0) * 1e-9;
-      observe_trial(*ex, *trial, r == hal::Reason::ok ? flops / seconds * 1e-9 : -1, false);
+      observe_trial(*ex, *trial, r == hal::Reason::ok ? flops / seconds * 1e-9 : -1, c.backend == trial->incumbent);
       trial = nullptr;
+    } else if (!trial && r == hal::Reason::ok) {
+      ex->note_beside(c.backend);
     }
     if (r == hal::Reason::ok) {
       deliver_result(node);

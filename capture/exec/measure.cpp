@@ -399,18 +399,24 @@ class Race {
     // ran before any of them: a candidate that still beat native by 1.5x wins in use too, and
     // its trial would only cost native's turn (on a misdetected library, calls several times
     // slower), so there is none.
+    // With native left out, the candidates ran beside each other's threads, each after the
+    // other: oneDNN timed after the OpenBLAS instance's runs may show 4 GFLOP/s on a 256^3 SGEMM
+    // that it runs at 220, whatever their order in the race. The best other CPU candidate is
+    // then tried in use against the measured choice, however far behind it was.
     row.trial.clear();
-    if (!mixed_ && native_ < e_.size()) {
+    const size_t incumbent = native_ < e_.size() ? native_ : chosen_index(row.choice);
+    if (!mixed_ && incumbent < e_.size()) {
       double trial = -1;
       for (size_t i = 0; i < e_.size(); ++i) {
         const double t = e_[i].best > 0 ? e_[i].best : e_[i].quarter;
-        if (i == native_ || t <= 0 || c_[i].predicted_seconds >= 0) continue;
+        if (i == incumbent || t <= 0 || c_[i].predicted_seconds >= 0) continue;
         if (trial < 0 || t < trial) {
           trial = t;
           row.trial = c_[i].name;
         }
       }
-      if (trial > 0 && e_[native_].best > 0 && 1.5 * trial < e_[native_].best) row.trial.clear();
+      if (incumbent == native_ && trial > 0 && e_[native_].best > 0 && 1.5 * trial < e_[native_].best)
+        row.trial.clear();
     }
     return chosen > 0;
   }
@@ -436,6 +442,11 @@ class Race {
     std::vector<Paired> paired;
   };
 
+  size_t chosen_index(const std::string& name) const {
+    for (size_t i = 0; i < c_.size(); ++i)
+      if (name == c_[i].name && c_[i].predicted_seconds < 0) return i;
+    return SIZE_MAX;  // none, or an accelerator: measured with its transfers, not beside threads
+  }
   double fastest() const {
     double f = -1;
     for (const Entry& e : e_)

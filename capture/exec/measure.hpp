@@ -41,7 +41,8 @@ struct Candidate {
 // charged for the switch between their threads; native too when it is not home.
 // Otherwise (alone) every other candidate ran beside native's threads, which spin for a while
 // after each call (OpenBLAS's for about 0.1 s), and native beside theirs: row.trial then names
-// the best other CPU candidate, to be tried in use against native before the choice is final.
+// the best other CPU candidate, to be tried in use against native before the choice is final
+// (with native left out, against the chosen CPU candidate).
 bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds,
          const char* home, hal::profile::Row& row, const char*& made_call) noexcept;
 
