@@ -155,7 +155,11 @@ def test_a_backend_that_slows_the_programs_next_call_is_charged_for_it_in_a_mixe
         assert rates["onednn"] < 0.5 * fair_rates["onednn"], (rates, fair_rates)
     else:
         assert home == "onednn" and choice == "onednn", (rates, fair_rates)
-        assert rates["native"] < 0.5 * fair_rates["native"], (rates, fair_rates)
+        # Against the best native figure of the fair run: its second class, measured beside
+        # oneDNN's threads too, can be disturbed as much on a loaded machine (11 GFLOP/s where
+        # the first class, alone, ran at 30 or more).
+        fair_native = max(r["native"] for r, _ in got_fair.values())
+        assert rates["native"] < 0.5 * fair_native, (rates, got_fair)
 
 
 def test_a_first_sample_slowed_by_set_up_is_taken_again(cache):
