@@ -49,16 +49,16 @@ struct Trial {
   hal::profile::Row row;  // the measurement (its choice, the incumbent, so far)
   hal::Backend* backend;
   hal::Backend* incumbent;  // nullptr: native
-  double native_gflops;     // the incumbent's: measured; then the best of its own calls in its turn
+  double incumbent_gflops;  // measured; then the best of the incumbent's own calls in its turn
   uint64_t until_ns;        // the candidate's turn ends at its first call from then on (and its third)
   double best_gflops = 0;
   int calls = 0;
   int settled_calls = 0;  // from kQuietNs into its turn on, or since the incumbent ran other classes
-  // Then the incumbent's turn, a few calls (kNativeTurn), so that both are judged in use: its
+  // Then the incumbent's turn, a few calls (kIncumbentTurnNs), so that both are judged in use: its
   // measurement may have run beside the candidate's threads as much as the reverse.
-  bool native_turn = false;
-  uint64_t native_until_ns = 0;
-  int native_calls = 0;
+  bool incumbent_turn = false;
+  uint64_t incumbent_until_ns = 0;
+  int incumbent_calls = 0;
   bool done = false;
   const char* incumbent_name() const noexcept { return incumbent ? incumbent->name() : "native"; }
 };
@@ -67,8 +67,8 @@ struct Trial {
 // 2 GHz; GNU OpenMP's spin far less): a trial lasts beyond that, so that its best calls are the
 // candidate's own steady state in this program.
 constexpr uint64_t kTrialNs = 300'000'000;
-constexpr uint64_t kQuietNs = 150'000'000;  // past OpenBLAS's spin after native's last call
-constexpr uint64_t kNativeTurnNs = 20'000'000;
+constexpr uint64_t kQuietNs = 150'000'000;  // past OpenBLAS's spin after the incumbent's last call
+constexpr uint64_t kIncumbentTurnNs = 20'000'000;
 
 struct Executor {
   config::Config cfg;
@@ -385,7 +385,7 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     for (const auto& t : ex.trials)
       if (!t->done && t->native == native && t->key == key) {
         trial = t.get();
-        return t->native_turn ? t->incumbent_name() : t->backend->name();
+        return t->incumbent_turn ? t->incumbent_name() : t->backend->name();
       }
     return nullptr;  // decided meanwhile
   }
@@ -528,7 +528,7 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
 // call beat the incumbent's best (measured or in use) by 3 %.
 void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent) noexcept {
   std::lock_guard<std::mutex> lock(ex.trials_mu);
-  if (t.done || by_incumbent != t.native_turn) return;
+  if (t.done || by_incumbent != t.incumbent_turn) return;
   const uint64_t now = monotonic_ns();
   if (!by_incumbent) {
     if (gflops > t.best_gflops) t.best_gflops = gflops;
@@ -544,26 +544,26 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent) noe
     // workers slow oneDNN's team to 4 GFLOP/s on a 256^3 SGEMM that it runs at 220, in a program
     // calling nothing else.)
     const bool lost = t.settled_calls > 0 && t.calls >= 3 &&
-                      (t.settled_calls >= 3 ? 1.1 : 1.5) * t.best_gflops < t.native_gflops;
+                      (t.settled_calls >= 3 ? 1.1 : 1.5) * t.best_gflops < t.incumbent_gflops;
     if (gflops >= 0 && !lost && (t.calls < 3 || now < t.until_ns)) return;
     if (gflops >= 0 && !lost) {
-      t.native_turn = true;
-      t.native_until_ns = now + kNativeTurnNs;
+      t.incumbent_turn = true;
+      t.incumbent_until_ns = now + kIncumbentTurnNs;
       return;
     }
   } else {
-    if (gflops > t.native_gflops) t.native_gflops = gflops;
-    if (++t.native_calls < 3 || now < t.native_until_ns) return;
+    if (gflops > t.incumbent_gflops) t.incumbent_gflops = gflops;
+    if (++t.incumbent_calls < 3 || now < t.incumbent_until_ns) return;
   }
   t.done = true;
   bool open = false;
   for (const auto& other : ex.trials) open = open || !other->done;
   ex.trial_open.store(open, std::memory_order_relaxed);
-  const bool wins = gflops >= 0 && t.best_gflops > 1.03 * t.native_gflops;
+  const bool wins = gflops >= 0 && t.best_gflops > 1.03 * t.incumbent_gflops;
   try {
     for (auto& r : t.row.rates) {
       if (r.candidate == t.backend->name()) r.gflops = t.best_gflops;
-      if (r.candidate == t.incumbent_name()) r.gflops = t.native_gflops;
+      if (r.candidate == t.incumbent_name()) r.gflops = t.incumbent_gflops;
     }
     t.row.choice = wins ? t.backend->name() : t.incumbent_name();
     t.row.trial.clear();
@@ -573,12 +573,12 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent) noe
     if (!home.empty() && home != t.row.choice && ex.profile.measure_again(t.native, t.key)) {
       SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d; measuring it again beside %s's threads",
               t.backend->name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls, t.incumbent_name(),
-              t.native_gflops, t.native_calls, home.c_str());
+              t.incumbent_gflops, t.incumbent_calls, home.c_str());
       return;
     }
     SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d; auto takes %s",
             t.backend->name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls, t.incumbent_name(),
-            t.native_gflops, t.native_calls, t.row.choice.c_str());
+            t.incumbent_gflops, t.incumbent_calls, t.row.choice.c_str());
     ex.profile.record(t.native, t.row);
   } catch (...) {
     ex.profile.release(t.native, t.key);
