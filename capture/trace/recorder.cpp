@@ -259,6 +259,9 @@ ThreadState* thread_state(State& s) noexcept {
   if (!t) return nullptr;
   t->generation = gen;
   t->tid = static_cast<pid_t>(::syscall(SYS_gettid));
+  Text ident(t->ident, sizeof t->ident);
+  ident.lit("},\"pid\":").i64(s.pid).lit(",\"tid\":").i64(t->tid).lit(",\"ts\":");
+  t->ident_len = static_cast<uint8_t>(ident.size());
   t->stack_hi = Unwinder::stack_top();
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -388,9 +391,13 @@ struct Problem {
 // A call's memory operands, and for a DNN node the tensor each one is.
 struct Operands {
   blas::Operand ops[Dataflow::kMaxOperands];
-  const dnn::Tensor* tensors[Dataflow::kMaxOperands];
+  const dnn::Tensor* tensors[Dataflow::kMaxOperands] = {};
   int count = 0;
 };
+// Per thread, filled anew by each call that has operands (blas::operands and dnn::operands set
+// each operand whole): constructing 16 operands on the stack for every call cost more than the
+// rest of recording a oneDNN set-up call, which has none.
+constinit SOL_TLS Operands t_ops;
 
 // The signature of a call, through the thread's cache keyed by `h` (a hash of everything the
 // signature depends on). Only a miss renders text and takes the global lock.
@@ -690,7 +697,8 @@ void Span::finish(const Node& node, const char* backend) noexcept {
       mix(mix(1469598103934665603ull, static_cast<uint64_t>(node.sym)), reinterpret_cast<uintptr_t>(backend));
   Problem p{op_name(node.op), dtype_name(node.dtype), "", 0};
   double flops = 0, bytes = 0;
-  Operands ops;
+  Operands& ops = t_ops;
+  ops.count = 0;
   const bool is_blas = op_family(node.op)[0] == 'b';
   if (node.dnn) {
     const dnn::Desc& d = *node.dnn->desc;
@@ -749,19 +757,18 @@ void Span::finish(const Node& node, const char* backend) noexcept {
     const auto& params = params_text(*t, node);
     if (params.len) e.lit(",\"params\":\"").raw(params.text, params.len).lit("\"");
   }
-  e.lit(",\"flops\":").num(flops).lit(",\"bytes\":").num(bytes);
+  if (flops == 0 && bytes == 0) e.lit(",\"flops\":0,\"bytes\":0");  // a set-up call: most calls of a CNN
+  else e.lit(",\"flops\":").num(flops).lit(",\"bytes\":").num(bytes);
   // A node a lazy device backend ran at once, and why (hal/transfers.hpp).
   if (const char* why = hal::transfers::take_eager_note()) e.lit(",\"lazy\":\"eager: ").str(why).lit("\"");
   // A deferred node: its number, which the "node ran" event on the lazy track carries too.
   if (const uint64_t lazy_node = hal::transfers::take_lazy_node()) e.lit(",\"lazy_node\":").u64(lazy_node);
-  e.lit(",\"site\":").u64(site_).lit(",\"seq\":").u64(seq).lit("},\"pid\":").i64(s->pid);
-  e.lit(",\"tid\":")
-      .i64(t->tid)
-      .lit(",\"ts\":")
-      .usec(t0_ - s->start_mono_ns)
-      .lit(",\"dur\":")
-      .usec(dur);
-  if (site_) e.lit(",\"sf\":").u64(site_);  // its stack: the node of stackFrames named by the site
+  char site_buf[24];
+  Text site(site_buf, sizeof site_buf);
+  site.u64(site_);
+  e.lit(",\"site\":").raw(site.data(), site.size()).lit(",\"seq\":").u64(seq);
+  e.raw(t->ident, t->ident_len).usec(t0_ - s->start_mono_ns).lit(",\"dur\":").usec(dur);
+  if (site_) e.lit(",\"sf\":").raw(site.data(), site.size());  // its stack: the node of stackFrames named by the site
   e.ch('}');
   // Into the thread's buffer, with the aggregates, under the thread's own (uncontended) lock.
   try {

@@ -101,6 +101,10 @@ struct ThreadState {
 
   uint64_t generation = 0;  // the fork generation it belongs to
   pid_t tid = 0;
+  // What every event of this thread carries between its args and its time, rendered once:
+  // `},"pid":<pid>,"tid":<tid>,"ts":`.
+  char ident[64];
+  uint8_t ident_len = 0;
   SpinLock mu;
   std::vector<SigStats> sigs;    // by signature id
   std::vector<SiteStats> sites;  // by site id

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/macros.hpp"
+
 namespace sol::capture::trace {
 
 // Appends into a fixed buffer; output that does not fit is cut (and `truncated()` says so).
@@ -31,30 +33,20 @@ class Text {
     len_ += n;
     return *this;
   }
-  Text& ch(char c) noexcept { return raw(&c, 1); }
+  Text& ch(char c) noexcept {
+    if (len_ < cap_) buf_[len_++] = c;
+    else truncated_ = true;
+    return *this;
+  }
   Text& boolean(bool b) noexcept { return b ? lit("true") : lit("false"); }
 
   Text& u64(uint64_t v) noexcept {
-    // Two digits per step from a table: half the multiplications of a digit-by-digit loop.
-    static constexpr char kPairs[] =
-        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-        "8081828384858687888990919293949596979899";
-    char tmp[24];
-    int i = sizeof tmp;
-    while (v >= 100) {
-      const unsigned pair = static_cast<unsigned>(v % 100) * 2;
-      v /= 100;
-      tmp[--i] = kPairs[pair + 1];
-      tmp[--i] = kPairs[pair];
+    if (SOL_UNLIKELY(cap_ - len_ < 20)) {  // near the end: through a copy that cuts
+      char tmp[20];
+      return raw(tmp, put_digits(tmp, v));
     }
-    if (v >= 10) {
-      tmp[--i] = kPairs[v * 2 + 1];
-      tmp[--i] = kPairs[v * 2];
-    } else {
-      tmp[--i] = static_cast<char>('0' + v);
-    }
-    return raw(tmp + i, sizeof tmp - i);
+    len_ += put_digits(buf_ + len_, v);
+    return *this;
   }
   // "0x1f2e": an address, as the trace shows handles and streams.
   Text& hex(uint64_t v) noexcept {
@@ -77,11 +69,11 @@ class Text {
   }
   // Nanoseconds as microseconds with three decimals: 1532118 -> "1532.118".
   Text& usec(uint64_t ns) noexcept {
-    u64(ns / 1000).ch('.');
+    u64(ns / 1000);
     const unsigned frac = static_cast<unsigned>(ns % 1000);
-    const char d[3] = {static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+    const char d[4] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
                        static_cast<char>('0' + frac % 10)};
-    return raw(d, 3);
+    return raw(d, 4);
   }
   // A number: integers exactly, anything else in its shortest exact form. JSON has no NaN or infinity; as a
   // JSON value (`quoted`) they become the strings "nan", "inf", "-inf", inside a string they are bare.
@@ -119,6 +111,55 @@ class Text {
   bool truncated() const noexcept { return truncated_; }
 
  private:
+  // The decimal digits of v written at `out`, two per step from a table (half the
+  // multiplications of a digit-by-digit loop) from the last one back; returns how many.
+  static size_t put_digits(char* out, uint64_t v) noexcept {
+    static constexpr char kPairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
+    static constexpr uint64_t kPow10[20] = {1ull,
+                                            10ull,
+                                            100ull,
+                                            1000ull,
+                                            10000ull,
+                                            100000ull,
+                                            1000000ull,
+                                            10000000ull,
+                                            100000000ull,
+                                            1000000000ull,
+                                            10000000000ull,
+                                            100000000000ull,
+                                            1000000000000ull,
+                                            10000000000000ull,
+                                            100000000000000ull,
+                                            1000000000000000ull,
+                                            10000000000000000ull,
+                                            100000000000000000ull,
+                                            1000000000000000000ull,
+                                            10000000000000000000ull};
+    if (v < 10) {
+      *out = static_cast<char>('0' + v);
+      return 1;
+    }
+    // log10 from the bit length (1233/4096 ~ log10(2)), corrected by one comparison.
+    const int t = (64 - __builtin_clzll(v)) * 1233 >> 12;
+    const size_t n = static_cast<size_t>(t - (v < kPow10[t]) + 1);
+    char* p = out + n;
+    while (v >= 100) {
+      const unsigned pair = static_cast<unsigned>(v % 100) * 2;
+      v /= 100;
+      *--p = kPairs[pair + 1];
+      *--p = kPairs[pair];
+    }
+    if (v >= 10) {
+      *--p = kPairs[v * 2 + 1];
+      *--p = kPairs[v * 2];
+    } else {
+      *--p = static_cast<char>('0' + v);
+    }
+    return n;
+  }
   // Most pieces of an event are a few bytes (a number, a key): two overlapping word copies
   // instead of a call to memcpy, whose overhead is larger than the copy.
   static void copy(char* d, const char* s, size_t n) noexcept {
