@@ -7,6 +7,7 @@
    verbose mode (ONEDNN_VERBOSE=1, which sees only oneDNN and has no stacks) and under ltrace
    (library-call tracing of sgemm_ and dnnl_primitive_execute). Target: traced <= 1.05x.
 2. A stream of tiny calls (n=1 saxpy_ from C): the cost each recorded call adds. Target <= 0.5 us.
+   Then a stream of oneDNN set-up calls from C, most of the CNN's calls: what recording each adds.
 3. Tiny calls from Python (cblas_ddot n=1 through ctypes, 30 Python frames deep): what reading the
    Python frames adds per traced call (SOL_TRACE_PYTHON=1 vs 0). Target <= 2 us.
 
@@ -94,6 +95,24 @@ def main():
         print("  %-40s %9.1f ns/call" % (name, ns))
     added = per_call["traced"] - per_call["plain"]
     print("  added per recorded call = %.3f us (target <= 0.5 us): %s" % (added / 1000, "PASS" if added <= 500 else "FAIL"))
+
+    setup = os.path.join(BUILD, "bench", "bench_setup_calls")
+    if os.path.exists(setup):
+        rounds = "30000" if QUICK else "100000"
+        per_setup = {}
+        for _ in range(ROUNDS):
+            for name, e in (("plain", env()), ("libsol, not tracing", env(LD_PRELOAD=LIBSOL)),
+                            ("traced", env(LD_PRELOAD=LIBSOL, SOL_TRACE="1", SOL_TRACE_DIR=trace_dir))):
+                out = subprocess.run([setup, rounds], env=e, capture_output=True, text=True, check=True).stdout
+                per_setup[name] = min(per_setup.get(name, float("inf")), float(out.split()[0]))
+                shutil.rmtree(trace_dir, True)
+                os.makedirs(trace_dir, exist_ok=True)
+        print("Stream of oneDNN set-up calls from C (engine, memory descriptor and object, attributes), min of %d runs"
+              % ROUNDS)
+        for name, ns in per_setup.items():
+            print("  %-40s %9.1f ns/call" % (name, ns))
+        print("  added per recorded set-up call = %.3f us (97 %% of the CNN's calls)"
+              % ((per_setup["traced"] - per_setup["plain"]) / 1000))
 
     py_tiny = [PY, os.path.join(ROOT, "bench", "py_tiny_calls.py"), "100000" if QUICK else "300000", "30"]
     per_py_call = {}
