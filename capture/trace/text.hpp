@@ -69,11 +69,15 @@ class Text {
   }
   // Nanoseconds as microseconds with three decimals: 1532118 -> "1532.118".
   Text& usec(uint64_t ns) noexcept {
-    u64(ns / 1000);
-    const unsigned frac = static_cast<unsigned>(ns % 1000);
-    const char d[4] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
-                       static_cast<char>('0' + frac % 10)};
-    return raw(d, 4);
+    const uint64_t us = ns / 1000;
+    const unsigned frac = static_cast<unsigned>(ns - us * 1000), pair = frac % 100 * 2;
+    const char d[4] = {'.', static_cast<char>('0' + frac / 100), kPairs[pair], kPairs[pair + 1]};
+    if (SOL_UNLIKELY(cap_ - len_ < 24)) return u64(us).raw(d, 4);  // near the end: cut
+    char* out = buf_ + len_;
+    const size_t n = put_digits(out, us);
+    std::memcpy(out + n, d, 4);
+    len_ += n + 4;
+    return *this;
   }
   // A number: integers exactly, anything else in its shortest exact form. JSON has no NaN or infinity; as a
   // JSON value (`quoted`) they become the strings "nan", "inf", "-inf", inside a string they are bare.
@@ -111,13 +115,13 @@ class Text {
   bool truncated() const noexcept { return truncated_; }
 
  private:
-  // The decimal digits of v written at `out`, two per step from a table (half the
+  static constexpr char kPairs[] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
+  // The decimal digits of v written at `out`, two per step from kPairs (half the
   // multiplications of a digit-by-digit loop) from the last one back; returns how many.
   static size_t put_digits(char* out, uint64_t v) noexcept {
-    static constexpr char kPairs[] =
-        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-        "8081828384858687888990919293949596979899";
     static constexpr uint64_t kPow10[20] = {1ull,
                                             10ull,
                                             100ull,
