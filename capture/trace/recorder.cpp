@@ -388,16 +388,6 @@ struct Problem {
   size_t shape_len;
 };
 
-// A call's memory operands, and for a DNN node the tensor each one is.
-struct Operands {
-  blas::Operand ops[Dataflow::kMaxOperands];
-  const dnn::Tensor* tensors[Dataflow::kMaxOperands] = {};
-  int count = 0;
-};
-// Per thread, filled anew by each call that has operands (blas::operands and dnn::operands set
-// each operand whole): constructing 16 operands on the stack for every call cost more than the
-// rest of recording a oneDNN set-up call, which has none.
-constinit SOL_TLS Operands t_ops;
 
 // The signature of a call, through the thread's cache keyed by `h` (a hash of everything the
 // signature depends on). Only a miss renders text and takes the global lock.
@@ -697,7 +687,7 @@ void Span::finish(const Node& node, const char* backend) noexcept {
       mix(mix(1469598103934665603ull, static_cast<uint64_t>(node.sym)), reinterpret_cast<uintptr_t>(backend));
   Problem p{op_name(node.op), dtype_name(node.dtype), "", 0};
   double flops = 0, bytes = 0;
-  Operands& ops = t_ops;
+  Operands& ops = t->ops;
   ops.count = 0;
   const bool is_blas = op_family(node.op)[0] == 'b';
   if (node.dnn) {

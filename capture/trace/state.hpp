@@ -22,7 +22,18 @@
 #include "capture/trace/stacks.hpp"
 #include "capture/trace/trace_file.hpp"
 
+namespace sol::capture::dnn {
+struct Tensor;
+}
+
 namespace sol::capture::trace {
+
+// A call's memory operands, and for a DNN node the tensor each one is.
+struct Operands {
+  blas::Operand ops[Dataflow::kMaxOperands];
+  const dnn::Tensor* tensors[Dataflow::kMaxOperands] = {};
+  int count = 0;
+};
 
 // The Python frames ("qualname (file:line)", innermost first) of the thread that created a thread.
 struct ThreadOrigin {
@@ -113,6 +124,10 @@ struct ThreadState {
   HashSlots<SigEntry> sig_ids;
   HashSlots<uint32_t> site_ids;
   ParamsEntry params_cache[64];
+  // The operands of the call being recorded, filled anew by each call that has some
+  // (blas::operands and dnn::operands set each operand whole): constructing 16 of them on the
+  // stack for every call cost more than the rest of recording a oneDNN set-up call, which has none.
+  Operands ops;
   StackCache stacks;       // only this thread touches it
   uintptr_t stack_hi = 0;  // the upper end of this thread's stack
   // trace.json events not yet written (see TraceFile), under `mu`.
