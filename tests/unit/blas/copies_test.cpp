@@ -76,12 +76,22 @@ TEST(WrittenCopies, VerifyGetsTheCallersBytesPaddingIncluded) {
   }
 }
 
-TEST(WrittenCopies, AnOutputTheCallReadsIsCopiedAndRefreshed) {
-  std::vector<float> c(kLd * kN, 3.0f);
-  Gemm g(c.data(), 1.0);
+// C's copy, as a measurement takes it, of a call on a C of threes.
+struct Measured {
+  std::vector<float> c = std::vector<float>(kLd * kN, 3.0f);
+  Gemm g;
   WrittenCopies copies;
-  ASSERT_TRUE(copies.take(g.node, SIZE_MAX, WrittenCopies::Unread::zeroed));
-  float* copy = static_cast<float*>(copies.node().blas.c);
+  float* copy = nullptr;
+  explicit Measured(double beta) : g(c.data(), beta) {
+    if (copies.take(g.node, SIZE_MAX, WrittenCopies::Unread::zeroed)) copy = static_cast<float*>(copies.node().blas.c);
+  }
+};
+
+TEST(WrittenCopies, AnOutputTheCallReadsIsCopiedAndRefreshed) {
+  Measured m(1.0);
+  ASSERT_NE(m.copy, nullptr);
+  WrittenCopies& copies = m.copies;
+  float* copy = m.copy;
   EXPECT_EQ(copy[0], 3.0f);
   copy[0] = copy[kExtent - 1] = -1.0f;  // what a candidate's run left
   copies.refresh_read();
@@ -90,11 +100,10 @@ TEST(WrittenCopies, AnOutputTheCallReadsIsCopiedAndRefreshed) {
 }
 
 TEST(WrittenCopies, RefreshReadLeavesAnOnlyWrittenOutputAsTheLastRunLeftIt) {
-  std::vector<float> c(kLd * kN, 3.0f);
-  Gemm g(c.data(), 0.0);
-  WrittenCopies copies;
-  ASSERT_TRUE(copies.take(g.node, SIZE_MAX, WrittenCopies::Unread::zeroed));
-  float* copy = static_cast<float*>(copies.node().blas.c);
+  Measured m(0.0);
+  ASSERT_NE(m.copy, nullptr);
+  WrittenCopies& copies = m.copies;
+  float* copy = m.copy;
   copy[5] = -1.0f;
   copies.refresh_read();
   EXPECT_EQ(copy[5], -1.0f);  // no 4 MB copy between two runs of a measurement
