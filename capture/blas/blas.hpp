@@ -131,4 +131,9 @@ class FunctionRef<R(A...)> {
 // hal::Reason::out_of_memory when a temporary could not be allocated.
 hal::Reason with_column_major(Node& node, FunctionRef<hal::Reason(Node&)> run) noexcept;
 
+// A GEMM of SOL's own (a warm-up, a measurement's probe), never a program's: column-major,
+// C = op(A) * op(B) with alpha 1 and beta 0, on tightly packed buffers the caller owns.
+void plain_gemm(BlasArgs& x, char transa, char transb, int64_t m, int64_t n, int64_t k, void* a, void* b,
+                void* c) noexcept;
+
 }  // namespace sol::capture::blas

@@ -230,4 +230,18 @@ hal::Reason with_column_major(Node& node, FunctionRef<hal::Reason(Node&)> run) n
   return r;
 }
 
+void plain_gemm(BlasArgs& x, char transa, char transb, int64_t m, int64_t n, int64_t k, void* a, void* b,
+                void* c) noexcept {
+  x.layout = 'C';
+  x.transa = transa;
+  x.transb = transb;
+  x.m = m, x.n = n, x.k = k;
+  x.lda = transa == 'N' ? m : k;
+  x.ldb = transb == 'N' ? k : n;
+  x.ldc = m;
+  x.alpha = Scalar(1.0);
+  x.beta = Scalar(0.0);
+  x.a = a, x.b = b, x.c = c;
+}
+
 }  // namespace sol::capture::blas

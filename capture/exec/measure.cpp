@@ -135,15 +135,8 @@ class Probe {
       std::memset(b.get(), 0, bytes);  // zeros: the same work whatever the library
     }
     node_ = like;
-    BlasArgs& a = node_.blas;
-    a.layout = 'C';
-    a.transa = a.transb = 'N';
-    a.m = a.n = a.k = a.lda = a.ldb = a.ldc = kSize;
-    a.alpha = Scalar(1.0);
-    a.beta = Scalar(0.0);
-    a.a = buffers_[0].get();
-    a.b = buffers_[1].get();
-    a.c = buffers_[2].get();
+    blas::plain_gemm(node_.blas, 'N', 'N', kSize, kSize, kSize, buffers_[0].get(), buffers_[1].get(),
+                     buffers_[2].get());
     return true;
   }
   double time(Candidate& c) noexcept {

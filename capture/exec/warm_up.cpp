@@ -35,22 +35,13 @@ struct Plan {
 // One GEMM of the class on zeros; C is written, never read (beta = 0).
 void run_one(hal::Backend& b, const hal::profile::Profile::Gemm& g) noexcept {
   const int64_t m = std::min(g.m, kCap), n = std::min(g.n, kCap), k = std::min(g.k, kCap);
-  const bool ta = g.transa != 'N', tb = g.transb != 'N';
-  const int64_t lda = ta ? k : m, ldb = tb ? n : k;
   const size_t es = dtype_size(g.dtype);
   std::unique_ptr<unsigned char[]> a(new (std::nothrow) unsigned char[static_cast<size_t>(m * k) * es]()),
       bb(new (std::nothrow) unsigned char[static_cast<size_t>(k * n) * es]()),
       c(new (std::nothrow) unsigned char[static_cast<size_t>(m * n) * es]());
   if (!a || !bb || !c) return;
   Node node(blas::fortran_routine(Op::gemm, g.dtype, false), Op::gemm, g.dtype);
-  BlasArgs& x = node.blas;
-  x.layout = 'C';
-  x.transa = g.transa;
-  x.transb = g.transb;
-  x.m = m, x.n = n, x.k = k, x.lda = lda, x.ldb = ldb, x.ldc = m;
-  x.alpha = Scalar(1.0);
-  x.beta = Scalar(0.0);
-  x.a = a.get(), x.b = bb.get(), x.c = c.get();
+  blas::plain_gemm(node.blas, g.transa, g.transb, m, n, k, a.get(), bb.get(), c.get());
   if (b.supports(node) == hal::Reason::ok) b.run(node);
 }
 
