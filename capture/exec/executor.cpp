@@ -449,8 +449,9 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     }
     const bool outclassed = !left_out.empty();
     if (outclassed) candidates.erase(candidates.begin());  // native is first
+    const bool native_in = own && !outclassed;  // native is measured, on the call itself
     double native_seconds = -1;
-    if (own && !outclassed) {
+    if (native_in) {
       const uint64_t t0 = monotonic_ns();
       native_call();
       native_seconds = static_cast<double>(monotonic_ns() - t0) * 1e-9;
@@ -491,7 +492,6 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     warn_if_measured_slow(node, flops, row);
     // The trial is against native when native was measured (whatever the choice), else against
     // the choice.
-    const bool native_in = own && !outclassed;
     hal::Backend* incumbent = native_in ? nullptr : ex.registry.get(row.choice);
     if (hal::Backend* b = row.trial.empty() ? nullptr : ex.registry.get(row.trial);
         b && b != incumbent && (native_in || incumbent)) {

@@ -252,7 +252,7 @@ class Race {
   // The fastest at a screen that judged a long call (SIZE_MAX: none did).
   size_t leader() const { return leader_; }
   void warm_up(size_t i, bool screen) {
-    if (i != called_ && time_once(scratch_, c_[i], screen) < 0) e_[i].out = true;
+    if (time_once(scratch_, c_[i], screen) < 0) e_[i].out = true;
   }
   // `cut`: how many times the quarter's m x n the whole call's is.
   void screen(double cut) {
