@@ -57,6 +57,9 @@ struct Row {
   // In this process only, never in the file: a candidate to try in use before the choice is
   // final (capture/exec/measure.hpp).
   std::string trial;
+  // In this process only: candidates whose first run was taken for set-up and taken again, at
+  // the rate that run showed (SOL_LOG=debug names them).
+  std::vector<Rate> set_up;
 };
 
 // Everything the profile's figures depend on, one "name=value" per line. `libsol`: the path of

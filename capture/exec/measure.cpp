@@ -336,9 +336,10 @@ class Race {
         // A first sample four times behind is taken for set-up rather than speed (a kernel that
         // oneDNN compiles for this transposition and size regime: 26 ms, then 0.13 ms a call) and
         // taken again, once: a candidate that slow by right costs one more call.
-        if (e.samples == 1 && !e.retaken && i != native_ && f > 0 && e.best > 4 * f) {
+        if (e.samples == 1 && e.set_up < 0 && i != native_ && f > 0 && e.best > 4 * f) {
+          const double set_up = e.best;
           e = Entry{};
-          e.retaken = true;
+          e.set_up = set_up;
         }
         if (e.samples > 0 && f > 0 && e.best > 1.5 * f && !second_chance) {
           e.out = true;
@@ -365,9 +366,11 @@ class Race {
   bool result(double flops, hal::profile::Row& row) const {
     row.rates.clear();
     row.choice.clear();
+    row.set_up.clear();
     double chosen = -1;
     for (size_t i = 0; i < e_.size(); ++i) {
       const Entry& e = e_[i];
+      if (e.set_up > 0) row.set_up.push_back({c_[i].name, flops / e.set_up * 1e-9});
       if (e.best <= 0) {
         if (e.quarter > 0) row.rates.push_back({c_[i].name, flops / e.quarter * 1e-9});
         continue;  // declined the node, or left at the screen
@@ -431,7 +434,7 @@ class Race {
     int samples = 0;
     bool out = false;
     double quarter = -1;  // screened: seconds per call at the rate it ran the quarter
-    bool retaken = false;  // its first sample was dropped as set-up
+    double set_up = -1;   // seconds: its first sample, dropped as set-up and taken again
     std::vector<Paired> paired;
   };
 
