@@ -143,8 +143,10 @@ def test_a_backend_that_slows_the_programs_next_call_is_charged_for_it_in_a_mixe
     lines = [m for m in map(MEASURED.match, charged.stderr.splitlines()) if m]
     assert len(lines) == 2 and "transb=T" in lines[0].group(1) and lines[0].group(6) is None, charged.stderr
     first, second = lines
+    # Uncharged: charged, its rate would count nine times native's call on top of its own, a
+    # tenth of the fair run's; the bound leaves a factor of 2.5 to load on either side.
     alone = got_fair[(first.group(1), first.group(2))][0]["onednn"]
-    assert got_charged[(first.group(1), first.group(2))][0]["onednn"] > 0.5 * alone, charged.stderr
+    assert got_charged[(first.group(1), first.group(2))][0]["onednn"] > 0.25 * alone, charged.stderr
     home = second.group(6)
     assert home == first.group(5), (first.group(0), second.group(0))
     rates, choice = got_charged[(second.group(1), second.group(2))]
