@@ -1,5 +1,7 @@
 #include "capture/blas/copies.hpp"
 
+#include <sys/mman.h>
+
 #include <cstring>
 
 namespace sol::capture::blas {
@@ -15,6 +17,30 @@ bool copied(const Operand& op) noexcept {
 
 }  // namespace
 
+void WrittenCopies::Free::operator()(unsigned char* p) const noexcept {
+  if (mapped) ::munmap(p, mapped);
+  else std::free(p);
+}
+
+// `bytes` rounded up to whole huge pages when the copies are large enough for them.
+std::unique_ptr<unsigned char, WrittenCopies::Free> WrittenCopies::allocate(size_t& bytes) noexcept {
+  if (bytes >= kHugeFrom) {
+    const size_t whole = (bytes + kHuge - 1) & ~(kHuge - 1);
+    // Over-mapped by one huge page and trimmed to an aligned range: the kernel backs a range with
+    // huge pages only where it covers them whole.
+    void* p = ::mmap(nullptr, whole + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      const uintptr_t at = reinterpret_cast<uintptr_t>(p), aligned = (at + kHuge - 1) & ~uintptr_t{kHuge - 1};
+      if (aligned > at) ::munmap(p, aligned - at);
+      if (const size_t tail = kHuge - (aligned - at)) ::munmap(reinterpret_cast<void*>(aligned + whole), tail);
+      ::madvise(reinterpret_cast<void*>(aligned), whole, MADV_HUGEPAGE);  // a hint: 4 KiB pages otherwise
+      bytes = whole;
+      return std::unique_ptr<unsigned char, Free>(reinterpret_cast<unsigned char*>(aligned), Free{whole});
+    }
+  }
+  return std::unique_ptr<unsigned char, Free>(static_cast<unsigned char*>(std::aligned_alloc(64, bytes ? bytes : 64)));
+}
+
 bool WrittenCopies::take(const Node& node, size_t max_bytes, Unread unread) noexcept {
   Operand ops[kMaxOperands];
   const int n = operands(node, ops);
@@ -24,9 +50,11 @@ bool WrittenCopies::take(const Node& node, size_t max_bytes, Unread unread) noex
   if (total > max_bytes) return false;
   if (!buffer_ || capacity_ < total) {
     capacity_ = 0;
-    buffer_.reset(static_cast<unsigned char*>(std::aligned_alloc(64, total ? total : 64)));
+    buffer_.reset();
+    size_t bytes = total;
+    buffer_ = allocate(bytes);
     if (!buffer_) return false;
-    capacity_ = total;
+    capacity_ = bytes;
   }
   node_ = node;
   node_.ret = {};

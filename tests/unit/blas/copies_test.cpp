@@ -4,7 +4,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "capture/blas/copies.hpp"
@@ -129,6 +133,59 @@ TEST(WrittenCopies, TakeKeepsItsMemoryForTheNextNodeThatFits) {
   EXPECT_EQ(copies.capacity(), 0u);
   ASSERT_TRUE(copies.take(small.node));  // usable after release()
   EXPECT_EQ(static_cast<const float*>(copies.node().blas.c)[0], 3.0f);
+}
+
+// Whether the kernel may back the mapping that holds `p` with huge pages (/proc/self/smaps), or -1
+// when it does not say.
+int thp_eligible(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+      inside = lo <= at && at < hi;
+      continue;
+    }
+    int v = 0;
+    if (inside && std::sscanf(line.c_str(), "THPeligible: %d", &v) == 1) return v;
+  }
+  return -1;
+}
+
+bool thp_never() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string s;
+  std::getline(f, s);
+  return s.empty() || s.find("[never]") != std::string::npos;
+}
+
+TEST(WrittenCopies, LargeCopiesAreInWholeHugePagesSmallOnesOnTheHeap) {
+  constexpr int64_t kBig = 1024;  // a 1024x1024 SGEMM's C: 4 MiB, 1024 page faults in 4 KiB pages
+  std::vector<float> c(kBig * kBig, 3.0f), a(kBig * kN, 1.0f), b(kN * kBig, 1.0f);
+  Gemm g(c.data(), 0.0);
+  g.node.blas.m = g.node.blas.n = g.node.blas.lda = g.node.blas.ldc = kBig;
+  g.node.blas.k = g.node.blas.ldb = kN;
+  g.node.blas.a = a.data();
+  g.node.blas.b = b.data();
+  WrittenCopies copies;
+  ASSERT_TRUE(copies.take(g.node, SIZE_MAX, WrittenCopies::Unread::zeroed));
+  const float* copy = static_cast<const float*>(copies.node().blas.c);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(copy) % (size_t{2} << 20), 0u);
+  EXPECT_EQ(copies.capacity() % (size_t{2} << 20), 0u);
+  for (int64_t i = 0; i < kBig * kBig; i += 997) {
+    ASSERT_EQ(copy[i], 0.0f) << i;
+  }
+  if (!thp_never() && thp_eligible(copy) >= 0) {
+    EXPECT_EQ(thp_eligible(copy), 1);
+  }
+  // 256 KiB: a huge page would fault in and zero 2 MiB for it.
+  Measured small(0.0);
+  ASSERT_NE(small.copy, nullptr);
+  EXPECT_LT(small.copies.capacity(), size_t{1} << 20);
+  copies.release();  // unmapped whole: a take() after it maps again
+  ASSERT_TRUE(copies.take(g.node, SIZE_MAX, WrittenCopies::Unread::zeroed));
+  EXPECT_EQ(static_cast<const float*>(copies.node().blas.c)[kBig * kBig - 1], 0.0f);
 }
 
 }  // namespace
