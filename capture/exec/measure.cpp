@@ -156,10 +156,13 @@ class Probe {
 std::mutex g_warm_mu;
 std::set<std::string>* g_warm = new std::set<std::string>;  // never freed: used until exit
 
-bool warm(const char* candidate, const Node& node) {
-  const std::string key = std::string(candidate) + ":" + op_name(node.op) + ":" + dtype_name(node.dtype);
+bool warm(const char* candidate, Op op, DType dtype) {
+  const std::string key = std::string(candidate) + ":" + op_name(op) + ":" + dtype_name(dtype);
   std::lock_guard<std::mutex> lock(g_warm_mu);
   return !g_warm->insert(key).second;
+}
+bool warm(const char* candidate, const Node& node) {
+  return warm(candidate, node.op, node.dtype);
 }
 
 // One run of a candidate on the copies, in seconds; < 0 when it declined the node.
@@ -204,7 +207,7 @@ double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
 //   Otherwise a batch counts by its fastest call: the
 //   library's steady state, which a program calling only it gets once the others' threads sleep.
 // - The first time a candidate runs a routine in this process it runs once untimed (thread
-//   pools, JIT-compiled kernels). A first sample of a class four times behind the best is dropped
+//   pools, JIT-compiled kernels), unless the background warm-up ran it already. A first sample of a class four times behind the best is dropped
 //   and taken again, once (a kernel compiled for this shape's regime). Native's one sample, the program's call, carries costs the
 //   others' runs on warm copies do not (first touches of a new output, first use): when it would
 //   lose on it, native gets a sample on the copies before it is judged, unless it is a long call
@@ -533,6 +536,13 @@ class Race {
 };
 
 }  // namespace
+
+void warmed(const char* candidate, Op op, DType dtype) noexcept {
+  try {
+    warm(candidate, op, dtype);
+  } catch (...) {  // out of memory: its first run in a measurement is untimed, as without warm-up
+  }
+}
 
 bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds,
          const char* home, hal::profile::Row& row, const char*& made_call) noexcept {

@@ -46,6 +46,12 @@ struct Candidate {
 bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds,
          const char* home, hal::profile::Row& row, const char*& made_call) noexcept;
 
+// The background warm-up (capture/exec/warm_up.hpp) ran `candidate` on this op and type: its
+// thread pool and library are set up, and its first run in a measurement is timed (without the
+// untimed run that a first use gets otherwise; a kernel compiled for the class's own regime is
+// still caught: such a first sample is taken again).
+void warmed(const char* candidate, Op op, DType dtype) noexcept;
+
 // Test-only: SOL_TEST_SLOW=<backend> makes that backend take ten times as long per node (it
 // spins after computing), so that tests can check that auto avoids a slow candidate. Applies to
 // measured and routed runs alike; ignored unless the variable is set. SOL_TEST_SLOW=<backend>:after

@@ -174,5 +174,21 @@ TEST(Measure, AShortCallIsSampledInBatchesOfSeveralRounds) {
   });
 }
 
+TEST(Measure, ACandidateTheWarmUpRanHasNoUntimedFirstRun) {
+  // Without native, each candidate runs a quarter at the screen; one never run in this process
+  // runs one more before it, untimed, unless the background warm-up already ran it.
+  static const std::string warm = "warm-up-ran", cold = "warm-up-did-not";
+  warmed(warm.c_str(), Op::gemm, DType::f32);
+  Spinner w{0.8e-3}, c{0.8e-3};
+  Gemm g;
+  std::vector<Candidate> cs = {{warm.c_str(), blas::FunctionRef<hal::Reason(Node&)>(w)},
+                               {cold.c_str(), blas::FunctionRef<hal::Reason(Node&)>(c)}};
+  hal::profile::Row row;
+  const char* made_call = nullptr;
+  ASSERT_TRUE(run(g.node, 2.0 * kN * kN * kN, cs, -1, nullptr, row, made_call));
+  EXPECT_EQ(w.part_calls, 1);
+  EXPECT_EQ(c.part_calls, 2);
+}
+
 }  // namespace
 }  // namespace sol::capture::measure
