@@ -425,10 +425,13 @@ class Race {
     // that slows a library with threads of its own several times, by how much varies from run to
     // run, and a program that calls only one of them never sees it. The best other CPU candidate
     // is then tried in use against native (the executor's trial).
-    // That handicap only ever slows the candidate, and native's own sample, the program's call,
-    // ran before any of them: a candidate that still beat native by 1.5x wins in use too, and
-    // its trial would only cost native's turn (on a misdetected library, calls several times
-    // slower), so there is none.
+    // That handicap only ever slows the candidate: a candidate that still beat native's best run
+    // on the copies by 1.5x wins in use too, and its trial would only cost native's turn (on a
+    // misdetected library, calls several times slower), so there is none. Not when native's best
+    // is the program's call: that call paid for the shape's first use and first touches (a
+    // 256x256x256 SGEMM at 92 GFLOP/s, 191 in use), and its runs on the copies, beside oneDNN's
+    // spinning OpenMP threads, did worse still (18 GFLOP/s): oneDNN, at 147, would have won a
+    // class where it runs at 173 in use against native's 191.
     // With native left out, the candidates ran beside each other's threads, each after the
     // other: oneDNN timed after the OpenBLAS instance's runs may show 4 GFLOP/s on a 256^3 SGEMM
     // that it runs at 220, whatever their order in the race. The best other CPU candidate is
@@ -445,7 +448,8 @@ class Race {
           row.trial = c_[i].name;
         }
       }
-      if (incumbent == native_ && trial > 0 && e_[native_].best > 0 && 1.5 * trial < e_[native_].best)
+      if (incumbent == native_ && trial > 0 && e_[native_].best > 0 && 1.5 * trial < e_[native_].best &&
+          !e_[native_].by_call)
         row.trial.clear();
     }
     return chosen > 0;
@@ -460,6 +464,7 @@ class Race {
     called_ = i;
     e_[i].best = e_[i].spent = seconds;
     e_[i].samples = 1;
+    e_[i].by_call = true;
   }
 
   struct Entry {
@@ -469,6 +474,7 @@ class Race {
     bool out = false;
     double quarter = -1;  // screened: seconds per call at the rate it ran the quarter
     double set_up = -1;   // seconds: its first sample, dropped as set-up and taken again
+    bool by_call = false;  // best is the program's call's time, no run on the copies beat it
     std::vector<Paired> paired;
   };
 
@@ -548,6 +554,7 @@ class Race {
     const double t = mixed_ ? own / calls : fastest;
     if (e.best < 0 || t < e.best) {
       e.best = t;
+      e.by_call = false;
       if (i == home_)
         for (Entry& other : e_) rejudge(other);
     }

@@ -244,15 +244,18 @@ def test_a_slow_candidate_loses_its_trial_early(cache):
 def test_no_trial_in_a_mixed_program(cache):
     """measured_calls' second class is measured after the program's own library ran the first:
     measured between native calls, it needs no trial; its first class, alone, gets one unless
-    oneDNN beat native there by 1.5x (which a loaded machine's slow first call can make it do;
-    a short program ends before a trial is over: the measured choice stands in the profile)."""
+    oneDNN beat native's best run on the copies there by 1.5x (which a loaded machine can make
+    it do; a short program ends before a trial is over: the measured choice stands in the
+    profile)."""
     r = auto(cache, "measured_calls", 128)
     got = [m for m in map(MEASURED.match, r.stderr.splitlines()) if m]
     assert len(got) == 2 and "transb=T" in got[0].group(1), r.stderr
     trying = [l for l in r.stderr.splitlines() if l.startswith("sol: trying")]
     assert all("transb=T" in l for l in trying), r.stderr
     rates = dict((k, float(v)) for k, v in (x.split("=") for x in got[0].group(4).split()))
-    assert len(trying) == (0 if rates["onednn"] > 1.5 * rates["native"] else 1), r.stderr
+    # 1.5x ahead of native's best, oneDNN may still be tried: when that best is the program's
+    # call (first use), no run on the copies having beaten it.
+    assert len(trying) == 1 or (not trying and rates["onednn"] > 1.5 * rates["native"]), r.stderr
     assert len(rows(profiles(cache)[0])) == 2
 
 
