@@ -59,7 +59,8 @@ void warmed(const char* candidate, Op op, DType dtype) noexcept;
 // times as long, as a library whose threads keep the cores busy after it returns does;
 // SOL_TEST_SLOW=<backend>:measured slows it only while measured, as beside native's spinning
 // threads, so that its trial in use (Row::trial) finds it fast; SOL_TEST_SLOW=<backend>:once
-// slows its first timed run of each measured class, as a kernel compiled for that class does.
+// makes its first timed run of each measured class take fifty times as long, as a kernel compiled
+// for that class does (oneDNN's: 200 times).
 void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept;
 void native_slowed_if_asked(uint64_t started_ns) noexcept;
 

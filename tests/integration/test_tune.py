@@ -160,8 +160,11 @@ def test_a_backend_that_slows_the_programs_next_call_is_charged_for_it_in_a_mixe
         # Against the best native figure of the fair run: its second class, measured beside
         # oneDNN's threads too, can be disturbed as much on a loaded machine (11 GFLOP/s where
         # the first class, alone, ran at 30 or more).
+        # Unless the program's own call, native's first sample, already lost by 1.5x (the first
+        # class's oneDNN threads still spinning beside it: 53 GFLOP/s): native leaves the race
+        # at once, uncharged.
         fair_native = max(r["native"] for r, _ in got_fair.values())
-        assert rates["native"] < 0.5 * fair_native, (rates, got_fair)
+        assert rates["native"] < 0.5 * fair_native or 1.5 * rates["native"] < rates["onednn"], (rates, got_fair)
 
 
 def set_up_rates(stderr):
@@ -177,12 +180,13 @@ def test_a_first_sample_slowed_by_set_up_is_taken_again(cache):
     """A candidate's first timed run of a class that costs four times the best or more (oneDNN compiles a
     kernel per transposition and size regime: 26 ms, then 0.13 ms a call) is set-up, not speed:
     it is taken again, once, and the candidate is judged on what it then does. The knob makes
-    oneDNN's first run of each class ten times as long as its compute."""
+    oneDNN's first run of each class fifty times as long as its compute: four times the best
+    even when native's first call paid ten times its own for first use under load."""
     once = auto(cache, "measured_calls", 128, SOL_TEST_CPU_MODEL="once", SOL_TEST_SLOW="onednn:once")
     got, set_up = measured(once.stderr), set_up_rates(once.stderr)
     assert got, once.stderr
     for (cls, _), (rates, _) in got.items():
-        # Taken again, and judged on the run after: ten times as fast but for load between two
+        # Taken again, and judged on the run after: fifty times as fast but for load between two
         # runs a few milliseconds apart.
         assert "onednn" in set_up.get(cls, {}), (cls, once.stderr)
         assert rates["onednn"] > 2 * set_up[cls]["onednn"], (cls, rates, set_up[cls])
