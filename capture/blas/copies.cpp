@@ -32,13 +32,15 @@ std::unique_ptr<unsigned char, WrittenCopies::Free> WrittenCopies::allocate(size
     if (p != MAP_FAILED) {
       const uintptr_t at = reinterpret_cast<uintptr_t>(p), aligned = (at + kHuge - 1) & ~uintptr_t{kHuge - 1};
       if (aligned > at) ::munmap(p, aligned - at);
-      if (const size_t tail = kHuge - (aligned - at)) ::munmap(reinterpret_cast<void*>(aligned + whole), tail);
+      if (const size_t tail = kHuge - (aligned - at))
+        ::munmap(reinterpret_cast<void*>(aligned + whole), tail);
       ::madvise(reinterpret_cast<void*>(aligned), whole, MADV_HUGEPAGE);  // a hint: 4 KiB pages otherwise
       bytes = whole;
       return std::unique_ptr<unsigned char, Free>(reinterpret_cast<unsigned char*>(aligned), Free{whole});
     }
   }
-  return std::unique_ptr<unsigned char, Free>(static_cast<unsigned char*>(std::aligned_alloc(64, bytes ? bytes : 64)));
+  return std::unique_ptr<unsigned char, Free>(
+      static_cast<unsigned char*>(std::aligned_alloc(64, bytes ? bytes : 64)));
 }
 
 bool WrittenCopies::take(const Node& node, size_t max_bytes, Unread unread) noexcept {

@@ -486,12 +486,13 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
         return t;
       };
       const std::string rates = text(row.rates), set_up = text(row.set_up);
-      SOL_LOG(debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s (measuring took %.1f ms%s%s%s%s%s%s%s%s%s)",
-              hal::profile::class_text(key).c_str(), symbol_name(node.sym), row.size.c_str(), rates.c_str(),
-              row.choice.c_str(), static_cast<double>(monotonic_ns() - measuring_from) * 1e-6,
-              home.empty() ? "" : ", beside ", home.c_str(), home.empty() ? "" : "'s threads",
-              outclassed ? "; native left out: " : "", left_out.c_str(), made_call ? "; the call itself on " : "",
-              made_call ? made_call : "", set_up.empty() ? "" : "; first run taken again:", set_up.c_str());
+      SOL_LOG(
+          debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s (measuring took %.1f ms%s%s%s%s%s%s%s%s%s)",
+          hal::profile::class_text(key).c_str(), symbol_name(node.sym), row.size.c_str(), rates.c_str(),
+          row.choice.c_str(), static_cast<double>(monotonic_ns() - measuring_from) * 1e-6,
+          home.empty() ? "" : ", beside ", home.c_str(), home.empty() ? "" : "'s threads",
+          outclassed ? "; native left out: " : "", left_out.c_str(), made_call ? "; the call itself on " : "",
+          made_call ? made_call : "", set_up.empty() ? "" : "; first run taken again:", set_up.c_str());
     }
     warn_if_measured_slow(node, flops, row);
     // The trial is against native when native was measured (whatever the choice), else against

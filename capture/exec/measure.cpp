@@ -181,9 +181,10 @@ double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
 // one that happened to run during it.
 // - The program's own library starts with the call itself (native_seconds): the caller's call
 //   ran natively and was timed, so native costs nothing more unless it is close to the best.
-// - A GEMM of 1 ms or more (native's call, or the fastest quarter scaled) is screened first: each CPU candidate runs a quarter
-//   of it once, and those more than 1.5x behind the best there leave before costing a whole call;
-//   those 1.25x to 1.5x behind run their quarter again, and leave when still 1.25x behind.
+// - A GEMM of 1 ms or more (native's call, or the fastest quarter scaled) is screened first: each
+//   CPU candidate runs a quarter of it once, and those more than 1.5x behind the best there leave
+//   before costing a whole call; those 1.25x to 1.5x behind run their quarter again, and leave
+//   when still 1.25x behind.
 //   Native, screened last, runs no quarter when its call was already that far behind (scaled).
 // - With native left out (its library is misdetected), the program's call is still made first
 //   where possible, timed, as a candidate's first sample: one whole call fewer on the copies. In a
@@ -206,11 +207,12 @@ double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
 //   candidate is charged what that call took beyond home's own, and it counts by the mean of all
 //   its batches, stalls included; native too when it is not home. For a GEMM the home call after
 //   it is a probe (Probe) that keeps home's threads busy, as the program's larger calls do.
-//   Otherwise a batch counts by its fastest call: the
-//   library's steady state, which a program calling only it gets once the others' threads sleep.
+//   Otherwise a batch counts by its fastest call: the library's steady state, which a program
+//   calling only it gets once the others' threads sleep.
 // - The first time a candidate runs a routine in this process it runs once untimed (thread
-//   pools, JIT-compiled kernels), unless the background warm-up ran it already. A first sample of a class four times behind the best is dropped
-//   and taken again, once (a kernel compiled for this shape's regime). Native's one sample, the program's call, carries costs the
+//   pools, JIT-compiled kernels), unless the background warm-up ran it already. A first sample
+//   of a class four times behind the best is dropped and taken again, once (a kernel compiled
+//   for this shape's regime). Native's one sample, the program's call, carries costs the
 //   others' runs on warm copies do not (first touches of a new output, first use): when it would
 //   lose on it, native gets a sample on the copies before it is judged, unless it is a long call
 //   that loses by more than those costs could explain (1.5x).
@@ -301,7 +303,8 @@ class Race {
     // 1.5x behind, it runs its quarter again, and leaves when its better quarter is still 1.25x
     // behind: a second quarter costs a quarter of the whole call that it would cost otherwise.
     std::vector<bool> again(n, false);
-    for (bool more = true; more;) {  // once each, until a faster second quarter moves no one into the band
+    // Once each, until no faster second quarter moves another candidate into the band.
+    for (bool more = true; more;) {
       more = false;
       for (size_t i = 0; i < n; ++i) {
         if (again[i] || quarter[i] <= kConfirm * fastest || quarter[i] > 1.5 * fastest) continue;
@@ -327,7 +330,8 @@ class Race {
     // beside their threads. Not when every other candidate already left at the screen.
     bool rivals = false;  // whether a candidate other than the call's maker is still in the race
     for (size_t i = 0; i < n; ++i) rivals |= i != called_ && !e_[i].out;
-    if (!mixed_ && rivals && called_ < n && e_[called_].best > 0 && e_[called_].best <= kLong) sample(called_);
+    if (!mixed_ && rivals && called_ < n && e_[called_].best > 0 && e_[called_].best <= kLong)
+      sample(called_);
     // A home other than native is timed first: the others' charges are measured against it.
     if (mixed_ && home_ < n && home_ != native_ && !e_[home_].out && e_[home_].samples == 0 && !sample(home_))
       home_ = native_;
