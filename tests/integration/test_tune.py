@@ -118,12 +118,20 @@ def test_a_second_process_routes_from_the_profile_without_measuring(cache):
 def test_a_slow_backend_is_avoided(cache, slow, n):
     # The reference BLAS as the program's library, so that openblas is a candidate of its own.
     env = {"LD_LIBRARY_PATH": REFERENCE_BLAS_DIR} if slow == "openblas" else {}
-    r = auto(cache, "measured_calls", n, SOL_TEST_SLOW=slow, **env)
-    got = measured(r.stderr)
-    assert got, r.stderr
-    for (cls, _), (rates, choice) in got.items():
-        assert slow in rates, (cls, rates)
-        assert choice != slow, (cls, rates, choice)
+    # The knob makes a candidate ten times slower; a machine loaded enough can slow the others'
+    # samples more (seen beside two busy loops on two cores: every rate at 2-4 GFLOP/s, the slow
+    # candidate's highest). Such a run is taken again, up to three in all, each with an empty
+    # profile: a decision that ignored the knob would pick the slow candidate every time.
+    for attempt in range(3):
+        shutil.rmtree(os.path.join(cache, "sol"), True)
+        r = auto(cache, "measured_calls", n, SOL_TEST_SLOW=slow, **env)
+        got = measured(r.stderr)
+        assert got, r.stderr
+        for (cls, _), (rates, choice) in got.items():
+            assert slow in rates, (cls, rates)
+        if all(choice != slow for rates, choice in got.values()):
+            return
+    raise AssertionError("auto chose the slow %s three times: %s" % (slow, got))
 
 
 def test_a_backend_that_slows_the_programs_next_call_is_charged_for_it_in_a_mixed_program(cache):
@@ -238,8 +246,14 @@ def test_a_slow_candidate_loses_its_trial_early(cache):
     [(candidate, _, in_use, native, choice)] = trials(r.stderr)
     assert candidate == "onednn" and choice == "native", (in_use, native)
     [m] = [m for m in map(TRIED.match, r.stderr.splitlines()) if m]
-    assert m.group(5) == "native" and int(m.group(4)) >= 3 and int(m.group(7)) == 0, m.group(0)
-    assert in_use * 1.5 < native, m.group(0)
+    [(rates, _)] = measured(r.stderr).values()
+    if in_use * 1.5 < rates["native"]:
+        assert m.group(5) == "native" and int(m.group(4)) >= 3 and int(m.group(7)) == 0, m.group(0)
+    else:
+        # A loaded machine slowed native's measured calls as much as the knob slows oneDNN's
+        # (CI: native measured at 16 GFLOP/s or less, 99 in use): nothing to end the trial early
+        # on, and native's turn decides.
+        assert int(m.group(7)) > 0, (rates, m.group(0))
     calls = re.search(r"^sol: (\d+) calls: (.*)$", r.stderr, re.M)
     per_backend = dict((b, int(n)) for n, b in (p.split() for p in calls.group(2).split(", ")))
     assert per_backend.get("onednn") == int(m.group(4)) and per_backend["native"] > 100, calls.group(0)
