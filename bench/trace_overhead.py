@@ -5,7 +5,9 @@
    (SOL_TRACE=1, the defaults: stacks on, depth 32, oneDNN's set-up calls with their caller's frame);
    for comparison libsol not tracing, set-up calls with full stacks, the same run with oneDNN's own
    verbose mode (ONEDNN_VERBOSE=1, which sees only oneDNN and has no stacks) and under ltrace
-   (library-call tracing of sgemm_ and dnnl_primitive_execute). Target: traced <= 1.05x.
+   (library-call tracing of sgemm_ and dnnl_primitive_execute). Target: traced <= 1.05x. Then the
+   same loop in one process, tracing turned off and on every 5 steps (bench/cnn_toggled.py): the
+   pairs' median ratio, which separate processes cannot settle on a shared machine.
 2. A stream of tiny calls (n=1 saxpy_ from C): the cost each recorded call adds. Target <= 0.5 us.
    Then a stream of oneDNN set-up calls from C, most of the CNN's calls: what recording each adds.
 3. Tiny calls from Python (cblas_ddot n=1 through ctypes, 30 Python frames deep): what reading the
@@ -80,6 +82,20 @@ def main():
     spread = max(times["untraced"]) / base
     print("  traced/untraced = %.3f, paired median %.3f (target <= 1.05): %s; untraced runs spread to %.2fx their minimum"
           % (ratio, paired("SOL_TRACE=1 (stacks, depth 32)"), "PASS" if ratio <= 1.05 else "FAIL", spread))
+
+    # The same loop in one process, tracing turned off and on between blocks of steps: the figure
+    # the separate processes above cannot settle on a shared machine. Without libsol both blocks
+    # of a pair run alike, and the ratio shows the method's own noise.
+    toggled = [PY, os.path.join(ROOT, "bench", "cnn_toggled.py"), "12" if QUICK else "30", "5"]
+    print("The same loop in one process, tracing toggled every 5 steps (bench/cnn_toggled.py)")
+    for name, e in (("without libsol (the method's noise)", env()),
+                    ("SOL_TRACE=1, toggled by SIGUSR2", env(LD_PRELOAD=LIBSOL, SOL_TRACE="1", SOL_TRACE_TOGGLE="sigusr2",
+                                                            SOL_TRACE_DIR=trace_dir))):
+        out = subprocess.run(toggled, env=e, capture_output=True, text=True, check=True).stdout.strip()
+        print("  %-40s %s" % (name, out))
+        if "SOL_TRACE" in name:
+            median = float(re.search(r"median ([\d.]+)", out).group(1))
+            print("  traced/untraced in one process = %.3f (target <= 1.05): %s" % (median, "PASS" if median <= 1.05 else "FAIL"))
 
     tiny = os.path.join(BUILD, "bench", "bench_tiny_calls")
     calls = "200000" if QUICK else "1000000"
