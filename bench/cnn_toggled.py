@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The traced CNN loop's cost, paired in one process: examples/train.py's model and data, trained
-in blocks of steps with tracing turned off and on between blocks (SOL_TRACE_TOGGLE=sigusr2, sent
-by the process to itself). Run under libsol with SOL_TRACE=1 SOL_TRACE_TOGGLE=sigusr2:
+"""The traced CNN loop's cost, paired in one process: the example's model and data
+(examples/cnn.py, what examples/train.py trains), trained in blocks of steps with tracing turned
+off and on between blocks (SOL_TRACE_TOGGLE=sigusr2, sent by the process to itself). Run under libsol with SOL_TRACE=1 SOL_TRACE_TOGGLE=sigusr2:
 
     cnn_toggled.py [PAIRS] [STEPS_PER_BLOCK]
 
@@ -18,26 +18,15 @@ import statistics
 import sys
 import time
 
-import torch
 import torch.nn as nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+from cnn import build  # noqa: E402
 
 PAIRS = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 STEPS = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 
-torch.manual_seed(0)
-patterns = torch.randn(10, 3, 16, 16)
-
-
-def batch(n):
-    y = torch.randint(0, 10, (n,))
-    return patterns[y] + 0.8 * torch.randn(n, 3, 16, 16), y
-
-
-model = nn.Sequential(
-    nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-    nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-    nn.Flatten(), nn.Linear(32 * 4 * 4, 256), nn.ReLU(), nn.Linear(256, 10))
-opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+batch, model, opt = build()
 
 
 def block():

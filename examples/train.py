@@ -10,27 +10,15 @@ import time
 import torch
 import torch.nn as nn
 
+from cnn import build
+
 p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 p.add_argument("--epochs", type=int, default=5)
 p.add_argument("--batches", type=int, default=20, help="batches per epoch")
 p.add_argument("--batch-size", type=int, default=64)
 args = p.parse_args()
 
-torch.manual_seed(0)
-# Ten classes, each a fixed random pattern plus noise: learnable in a few epochs.
-patterns = torch.randn(10, 3, 16, 16)
-
-
-def batch(n):
-    y = torch.randint(0, 10, (n,))
-    return patterns[y] + 0.8 * torch.randn(n, 3, 16, 16), y
-
-
-model = nn.Sequential(
-    nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-    nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-    nn.Flatten(), nn.Linear(32 * 4 * 4, 256), nn.ReLU(), nn.Linear(256, 10))
-opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+batch, model, opt = build()
 
 start = time.perf_counter()
 for epoch in range(args.epochs):

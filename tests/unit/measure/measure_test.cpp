@@ -92,6 +92,36 @@ void in_an_undisturbed_race(double fast, double slow, const char* name, Check ch
   GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
 }
 
+// One race of native, whose program's call took `call` seconds and whose runs on the copies take
+// `copies` each, against another candidate at `other` seconds per whole call (named for this race
+// alone).
+struct NativeRace {
+  Spinner native, other;
+  hal::profile::Row row;
+  const char* made_call = nullptr;
+  std::string other_name;
+  NativeRace(double call, double copies, double other_seconds, const std::string& tag)
+      : native{copies}, other{other_seconds} {
+    static std::vector<std::string> names;
+    names.push_back(tag);
+    other_name = names.back();
+    Gemm g;
+    std::vector<Candidate> c = {{"native", blas::FunctionRef<hal::Reason(Node&)>(native)},
+                                {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(other)}};
+    EXPECT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, call, nullptr, row, made_call));
+  }
+  bool undisturbed() const { return native.worst < 1.1 && other.worst < 1.1; }
+};
+
+template <class Check>
+void in_an_undisturbed_native_race(double call, double copies, double other, const char* name, Check check) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    NativeRace r(call, copies, other, std::string(name) + std::to_string(attempt));
+    if (r.undisturbed()) return check(r);
+  }
+  GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
+}
+
 TEST(Measure, AWholeCallWithoutRivalsIsSampledOnce) {
   // 0.8 ms a call: a batch by itself. The other candidate is 2.5x slower: one sample of each.
   in_an_undisturbed_race(0.8e-3, 2.0e-3, "unrivalled", [](const Race& r) {
@@ -187,24 +217,12 @@ TEST(Measure, ALeaderSlowedByTheProgramsCallGetsASampleOnTheCopies) {
 TEST(Measure, NativeFarAheadOfEveryQuarterRunsNoneOfItsOwn) {
   // Native's call (3 ms, the program's) is 1.5x ahead of the other's quarter, scaled: the other
   // leaves at the screen, and native runs neither a quarter nor a whole call on the copies.
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    Spinner native{3e-3}, slow{8e-3};
-    static std::vector<std::string> names;
-    names.push_back("slow-far" + std::to_string(attempt));
-    Gemm g;
-    std::vector<Candidate> c = {{"native", blas::FunctionRef<hal::Reason(Node&)>(native)},
-                                {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(slow)}};
-    hal::profile::Row row;
-    const char* made_call = nullptr;
-    ASSERT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, 3e-3, nullptr, row, made_call));
-    if (slow.worst >= 1.1) continue;
-    EXPECT_EQ(native.whole_calls + native.part_calls, 0);
-    EXPECT_EQ(slow.whole_calls, 0);
-    EXPECT_EQ(row.choice, "native");
-    EXPECT_EQ(made_call, nullptr);
-    return;
-  }
-  GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
+  in_an_undisturbed_native_race(3e-3, 3e-3, 8e-3, "slow-far", [](const NativeRace& r) {
+    EXPECT_EQ(r.native.whole_calls + r.native.part_calls, 0);
+    EXPECT_EQ(r.other.whole_calls, 0);
+    EXPECT_EQ(r.row.choice, "native");
+    EXPECT_EQ(r.made_call, nullptr);
+  });
 }
 
 TEST(Measure, AShortCallIsNotMadeByACandidate) {
@@ -242,58 +260,29 @@ TEST(Measure, ACandidateTheWarmUpRanHasNoUntimedFirstRun) {
 TEST(Measure, ACallOf1To2MsIsScreenedAndItsClearLoserCostsNoWholeCall) {
   // Native's call took 1.5 ms, the other candidate's quarters are 2x behind native's: it leaves
   // at the screen, and native, alone in the race, is not timed again.
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    Spinner native{1.5e-3}, slow{3e-3};
-    static std::vector<std::string> names;
-    names.push_back("slow-mid" + std::to_string(attempt));
-    Gemm g;
-    std::vector<Candidate> c = {{"native", blas::FunctionRef<hal::Reason(Node&)>(native)},
-                                {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(slow)}};
-    hal::profile::Row row;
-    const char* made_call = nullptr;
-    ASSERT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, 1.5e-3, nullptr, row, made_call));
-    if (slow.worst >= 1.1 || native.worst >= 1.1) continue;
-    EXPECT_EQ(slow.whole_calls, 0);
-    EXPECT_EQ(native.whole_calls, 0);
-    EXPECT_EQ(row.choice, "native");
-    return;
-  }
-  GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
-}
-
-// Alone, native's call 0.4 ms and its runs on the copies `native_copies` each, against a candidate
-// at 0.2 ms: what the race leaves to try in use (Row::trial).
-std::string trial_after(double native_copies, const std::string& name) {
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    Spinner native{native_copies}, fast{0.2e-3};
-    static std::vector<std::string> names;
-    names.push_back(name + std::to_string(attempt));
-    Gemm g;
-    std::vector<Candidate> c = {{"native", blas::FunctionRef<hal::Reason(Node&)>(native)},
-                                {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(fast)}};
-    hal::profile::Row row;
-    const char* made_call = nullptr;
-    EXPECT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, 0.4e-3, nullptr, row, made_call));
-    if (native.worst >= 1.1 || fast.worst >= 1.1) continue;
-    EXPECT_EQ(row.choice, names.back());
-    return row.trial == names.back() ? "candidate" : row.trial.empty() ? "none" : row.trial;
-  }
-  return "disturbed";
+  in_an_undisturbed_native_race(1.5e-3, 1.5e-3, 3e-3, "slow-mid", [](const NativeRace& r) {
+    EXPECT_EQ(r.other.whole_calls, 0);
+    EXPECT_EQ(r.native.whole_calls, 0);
+    EXPECT_EQ(r.row.choice, "native");
+  });
 }
 
 TEST(Measure, ACandidate1_5xAheadOfNativesCallAloneIsStillTriedInUse) {
-  // Native's call paid for first use, and its runs on the copies (beside the others' threads)
-  // did worse still: that 2x proves nothing, and the candidate is tried in use.
-  const std::string got = trial_after(0.5e-3, "ahead-of-call");
-  if (got == "disturbed") GTEST_SKIP() << "every race had a call preempted";
-  EXPECT_EQ(got, "candidate");
+  // Alone, native's call took 0.4 ms (it paid for first use), its runs on the copies (beside the
+  // others' threads) 0.5 ms: the candidate's 0.2 ms, 2x ahead of that call, proves nothing, and
+  // it is tried in use.
+  in_an_undisturbed_native_race(0.4e-3, 0.5e-3, 0.2e-3, "ahead-of-call", [](const NativeRace& r) {
+    EXPECT_EQ(r.row.choice, r.other_name);
+    EXPECT_EQ(r.row.trial, r.other_name);
+  });
 }
 
 TEST(Measure, ACandidate1_5xAheadOfNativesRunsOnTheCopiesIsNotTried) {
-  // 1.75x ahead of native's best run on the copies: it wins in use too, no trial.
-  const std::string got = trial_after(0.35e-3, "ahead-of-copies");
-  if (got == "disturbed") GTEST_SKIP() << "every race had a call preempted";
-  EXPECT_EQ(got, "none");
+  // 1.75x ahead of native's best run on the copies (0.35 ms): it wins in use too, no trial.
+  in_an_undisturbed_native_race(0.4e-3, 0.35e-3, 0.2e-3, "ahead-of-copies", [](const NativeRace& r) {
+    EXPECT_EQ(r.row.choice, r.other_name);
+    EXPECT_EQ(r.row.trial, "");
+  });
 }
 
 }  // namespace
