@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The traced CNN loop's cost, paired in one process: the example's model and data
 (examples/cnn.py, what examples/train.py trains), trained in blocks of steps with tracing turned
-off and on between blocks (SOL_TRACE_TOGGLE=sigusr2, sent by the process to itself). Run under libsol with SOL_TRACE=1 SOL_TRACE_TOGGLE=sigusr2:
+off and on between blocks (SOL_TRACE_TOGGLE=sigusr2, sent by the process to itself). Run under
+libsol with SOL_TRACE=1 SOL_TRACE_TOGGLE=sigusr2:
 
     cnn_toggled.py [PAIRS] [STEPS_PER_BLOCK]
 
