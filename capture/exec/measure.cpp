@@ -236,8 +236,7 @@ class Race {
   // candidate; native when it is none of them. `probe`: home's calls around the others' (or
   // nullptr: the class's own call).
   void set_home(const char* name, Probe* probe) {
-    for (size_t i = 0; name && i < c_.size(); ++i)
-      if (std::strcmp(c_[i].name, name) == 0 && c_[i].predicted_seconds < 0) home_ = i;
+    if (name) home_ = cpu_candidate(name);
     probe_ = probe;
   }
 
@@ -441,7 +440,7 @@ class Race {
     // that it runs at 220, whatever their order in the race. The best other CPU candidate is
     // then tried in use against the measured choice, however far behind it was.
     row.trial.clear();
-    const size_t incumbent = native_ < e_.size() ? native_ : chosen_index(row.choice);
+    const size_t incumbent = native_ < e_.size() ? native_ : cpu_candidate(row.choice.c_str());
     if (!mixed_ && incumbent < e_.size()) {
       double trial = -1;
       for (size_t i = 0; i < e_.size(); ++i) {
@@ -482,10 +481,12 @@ class Race {
     std::vector<Paired> paired;
   };
 
-  size_t chosen_index(const std::string& name) const {
+  // The CPU candidate of that name: SIZE_MAX when there is none, or it is an accelerator
+  // (measured with its transfers, not beside threads).
+  size_t cpu_candidate(const char* name) const {
     for (size_t i = 0; i < c_.size(); ++i)
-      if (name == c_[i].name && c_[i].predicted_seconds < 0) return i;
-    return SIZE_MAX;  // none, or an accelerator: measured with its transfers, not beside threads
+      if (std::strcmp(c_[i].name, name) == 0 && c_[i].predicted_seconds < 0) return i;
+    return SIZE_MAX;
   }
   double fastest() const {
     double f = -1;
