@@ -43,7 +43,8 @@ void run_one(hal::Backend& b, const hal::profile::Profile::Gemm& g) noexcept {
   if (!a || !bb || !c) return;
   Node node(blas::fortran_routine(Op::gemm, g.dtype, false), Op::gemm, g.dtype);
   blas::plain_gemm(node.blas, g.transa, g.transb, m, n, k, a.get(), bb.get(), c.get());
-  if (b.supports(node) == hal::Reason::ok && b.run(node) == hal::Reason::ok) measure::warmed(b.name(), Op::gemm, g.dtype);
+  if (b.supports(node) == hal::Reason::ok && b.run(node) == hal::Reason::ok)
+    measure::warmed(b.name(), Op::gemm, g.dtype);
 }
 
 }  // namespace

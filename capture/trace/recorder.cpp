@@ -388,7 +388,6 @@ struct Problem {
   size_t shape_len;
 };
 
-
 // The signature of a call, through the thread's cache keyed by `h` (a hash of everything the
 // signature depends on). Only a miss renders text and takes the global lock.
 const Signature* signature(State& s, ThreadState& t, uint64_t h, const Node& node, const Problem& p,
@@ -758,7 +757,8 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   site.u64(site_);
   e.lit(",\"site\":").raw(site.data(), site.size()).lit(",\"seq\":").u64(seq);
   e.raw(t->ident, t->ident_len).usec(t0_ - s->start_mono_ns).lit(",\"dur\":").usec(dur);
-  if (site_) e.lit(",\"sf\":").raw(site.data(), site.size());  // its stack: the node of stackFrames named by the site
+  // Its stack: the node of stackFrames named by the site.
+  if (site_) e.lit(",\"sf\":").raw(site.data(), site.size());
   e.ch('}');
   // Into the thread's buffer, with the aggregates, under the thread's own (uncontended) lock.
   try {
