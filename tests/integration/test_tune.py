@@ -38,13 +38,18 @@ def auto(cache, program, *args, **env):
     return run([str(PROGRAMS / program), *map(str, args)], env=e)
 
 
+def rates_of(text):
+    """{candidate: GFLOP/s} of " native=97.1 onednn=114.9"."""
+    return dict((k, float(v)) for k, v in (r.split("=") for r in text.split()))
+
+
 def measured(stderr):
     """{(class, symbol): (rates, choice)} of the measurements a run made."""
     out = {}
     for line in stderr.splitlines():
         m = MEASURED.match(line)
         if m:
-            rates = dict((k, float(v)) for k, v in (r.split("=") for r in m.group(4).split()))
+            rates = rates_of(m.group(4))
             out[(m.group(1), m.group(2))] = (rates, m.group(5))
     return out
 
@@ -180,7 +185,7 @@ def set_up_rates(stderr):
     out = {}
     for m in filter(None, map(MEASURED.match, stderr.splitlines())):
         if m.group(9):
-            out[m.group(1)] = dict((k, float(v)) for k, v in (r.split("=") for r in m.group(9).split()))
+            out[m.group(1)] = rates_of(m.group(9))
     return out
 
 
@@ -270,7 +275,7 @@ def test_no_trial_in_a_mixed_program(cache):
     assert len(got) == 2 and "transb=T" in got[0].group(1), r.stderr
     trying = [l for l in r.stderr.splitlines() if l.startswith("sol: trying")]
     assert all("transb=T" in l for l in trying), r.stderr
-    rates = dict((k, float(v)) for k, v in (x.split("=") for x in got[0].group(4).split()))
+    rates = rates_of(got[0].group(4))
     # 1.5x ahead of native's best, oneDNN may still be tried: when that best is the program's
     # call (first use), no run on the copies having beaten it.
     assert len(trying) == 1 or (not trying and rates["onednn"] > 1.5 * rates["native"]), r.stderr
@@ -450,7 +455,7 @@ def test_a_library_that_lost_every_class_is_left_out_of_the_next(cache):
     assert r.returncode == 0, r.stderr
     lines = [m for m in map(MEASURED.match, r.stderr.splitlines()) if m]
     assert len(lines) == 3, r.stderr
-    rates = [dict((k, float(v)) for k, v in (x.split("=") for x in m.group(4).split())) for m in lines]
+    rates = [rates_of(m.group(4)) for m in lines]
     assert all("native" in x and 1.5 * x["native"] < max(x.values()) for x in rates[:2]), rates
     assert [m.group(7) for m in lines] == [None, None, "; native left out: it lost each earlier class by 1.5x"], \
         r.stderr
