@@ -464,6 +464,7 @@ void before_fork() {
   s->open_mu.lock();
   s->mu.lock();
   for (ThreadState* t : s->threads) t->mu.lock();
+  s->json.lock_for_fork();  // a thread handing a block over holds its own lock, then this one
   // Last: a thread holding one of the locks above may free, and the free observer takes this one.
   s->dataflow.lock_for_fork();
 }
@@ -472,6 +473,7 @@ void after_fork_parent() {
   State* s = g_state.load(std::memory_order_acquire);
   if (!s) return;
   s->dataflow.unlock_in_parent();
+  s->json.unlock_in_parent();
   for (ThreadState* t : s->threads) t->mu.unlock();
   s->mu.unlock();
   s->open_mu.unlock();
@@ -483,6 +485,7 @@ void after_fork_child() {
   // First, before anything below frees: the observer of those frees takes the dataflow's lock.
   s->dataflow.reset_in_child();
   alloc::add(forget_freed);  // the parent may have finished (and stopped observing) before fork
+  s->json.reset_in_child();
   for (ThreadState* t : s->threads) t->mu.unlock();
   // The parent's threads do not exist here; their states stay allocated but unlisted.
   s->threads.clear();
@@ -637,7 +640,7 @@ Span::Span(const Node& node) noexcept {
 void append_locked(State& s, ThreadState& t, const Text& e) noexcept {
   if (e.truncated() || e.size() == 0) return;
   if (t.out_used + e.size() > ThreadState::kOut) {
-    s.json.write(t.out, t.out_used);
+    t.out = s.json.hand_over(t.out, t.out_used);
     t.out_used = 0;
   }
   std::memcpy(t.out + t.out_used, e.data(), e.size());
@@ -778,6 +781,7 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   } catch (...) {
   }
   if (ops.count) s->dataflow.record(sig_id, ops.ops, ops.count);
+  s->json.start_writer();  // when a full block found none (no lock held here)
   t_last = SpanRef{sig_id, seq, node.sym, sig->op.c_str(), true};
 }
 

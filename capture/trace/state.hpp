@@ -130,10 +130,12 @@ struct ThreadState {
   Operands ops;
   StackCache stacks;       // only this thread touches it
   uintptr_t stack_hi = 0;  // the upper end of this thread's stack
-  // trace.json events not yet written (see TraceFile), under `mu`.
-  static constexpr size_t kOut = 65536;
+  // trace.json events not yet written (see TraceFile), under `mu`: in `out`, its own block at
+  // first, then whichever spare the writer hands back for a full one.
+  static constexpr size_t kOut = TraceFile::kBlock;
   size_t out_used = 0;
-  char out[kOut];
+  char* out = first_block;
+  char first_block[kOut];
 };
 
 struct State {

@@ -1,14 +1,33 @@
 #include "capture/trace/trace_file.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 #include "common/fs_safety.hpp"
 
 namespace sol::capture::trace {
+
+namespace {
+
+void write_all(int fd, const char* data, size_t len) noexcept {
+  if (fd < 0) return;
+  while (len > 0) {
+    const ssize_t n = ::write(fd, data, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // disk full: the file stays a loadable prefix
+    data += n;
+    len -= static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
 
 bool TraceFile::open(const std::string& path, const char* header, size_t len, std::string& error) noexcept {
   // The trace directory may be shared: neither name may lead SOL to write into someone's file.
@@ -26,18 +45,114 @@ bool TraceFile::open(const std::string& path, const char* header, size_t len, st
 }
 
 void TraceFile::write(const char* data, size_t len) noexcept {
-  const int fd = fd_.load(std::memory_order_acquire);
-  if (fd < 0) return;
-  while (len > 0) {
-    const ssize_t n = ::write(fd, data, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // disk full: the file stays a loadable prefix
-    data += n;
-    len -= static_cast<size_t>(n);
+  write_all(fd_.load(std::memory_order_acquire), data, len);
+}
+
+char* TraceFile::hand_over(char* block, size_t len) noexcept {
+  pthread_mutex_lock(&mu_);
+  const Writer w = writer_.load(std::memory_order_relaxed);
+  if (w == Writer::running && !stop_ && free_spares_ > 0) {
+    queue_[(head_ + queued_) % kSpares] = {block, len};
+    ++queued_;
+    char* spare = spares_[--free_spares_];
+    if (queued_ == kWake) pthread_cond_signal(&work_);
+    pthread_mutex_unlock(&mu_);
+    return spare;
   }
+  if (w == Writer::none) writer_.store(Writer::wanted, std::memory_order_relaxed);
+  pthread_mutex_unlock(&mu_);
+  write(block, len);
+  return block;
+}
+
+void TraceFile::start() noexcept {
+  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  // libc's pthread_create, not libsol's (interpose/thread_hooks.cpp), which would look for the
+  // Python frames that started this thread.
+  static const auto create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+  pthread_mutex_lock(&mu_);
+  if (writer_.load(std::memory_order_relaxed) != Writer::wanted) {
+    pthread_mutex_unlock(&mu_);
+    return;
+  }
+  writer_.store(Writer::failed, std::memory_order_relaxed);  // unless all of the below works
+  // The spares: mapped here, or those of the parent's writer in a forked child.
+  const bool inherited = free_spares_ == kSpares;
+  void* mem = inherited ? nullptr
+                        : ::mmap(nullptr, kSpares * kBlock, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  pthread_attr_t attr;
+  if (create && mem != MAP_FAILED && pthread_attr_init(&attr) == 0) {
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 << 10);
+    // Asynchronous signals stay with the program's threads.
+    sigset_t all, saved;
+    sigfillset(&all);
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&all, sig);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+    // The writer's waits end on CLOCK_MONOTONIC (no waiter yet: it is made anew).
+    pthread_condattr_t cattr;
+    if (pthread_condattr_init(&cattr) == 0) {
+      pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+      pthread_cond_init(&work_, &cattr);
+      pthread_condattr_destroy(&cattr);
+    }
+    pthread_t thread;
+    if (create(&thread, &attr, writer_main, this) == 0) {
+      pthread_setname_np(thread, "sol-trace");
+      if (!inherited)
+        for (size_t i = 0; i < kSpares; ++i) spares_[i] = static_cast<char*>(mem) + i * kBlock;
+      free_spares_ = kSpares;
+      writer_.store(Writer::running, std::memory_order_relaxed);
+      mem = MAP_FAILED;
+    }
+    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+    pthread_attr_destroy(&attr);
+  }
+  if (mem && mem != MAP_FAILED) ::munmap(mem, kSpares * kBlock);
+  pthread_mutex_unlock(&mu_);
+}
+
+void* TraceFile::writer_main(void* self) noexcept {
+  auto& f = *static_cast<TraceFile*>(self);
+  pthread_mutex_lock(&f.mu_);
+  for (;;) {
+    // Woken for kWake blocks, or for fewer after kLingerNs (a slow trickle of calls, or a
+    // process that went quiet, does not keep its events from the file for long).
+    timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += static_cast<time_t>((until.tv_nsec + kLingerNs) / 1000000000);
+    until.tv_nsec = static_cast<long>((until.tv_nsec + kLingerNs) % 1000000000);
+    while (f.queued_ < kWake && !f.stop_)
+      if (pthread_cond_timedwait(&f.work_, &f.mu_, &until) == ETIMEDOUT) break;
+    // Awake: everything queued is written, down to the last block.
+    while (f.queued_ > 0) {
+      const Full full = f.queue_[f.head_];
+      f.head_ = (f.head_ + 1) % kSpares;
+      --f.queued_;
+      f.writing_ = full.block;
+      pthread_mutex_unlock(&f.mu_);
+      f.write(full.block, full.len);
+      pthread_mutex_lock(&f.mu_);
+      f.writing_ = nullptr;
+      f.spares_[f.free_spares_++] = full.block;
+    }
+    pthread_cond_broadcast(&f.idle_);
+    if (f.stop_) break;
+  }
+  pthread_mutex_unlock(&f.mu_);
+  return nullptr;
 }
 
 void TraceFile::close(const char* tail, size_t len, const char* head) noexcept {
+  // What the writer has still to write goes first; it stops after that, and a block handed over
+  // from now on is written by its caller (into a closed file: dropped).
+  pthread_mutex_lock(&mu_);
+  stop_ = true;
+  if (writer_.load(std::memory_order_relaxed) == Writer::running) {
+    pthread_cond_signal(&work_);
+    while (queued_ > 0 || writing_) pthread_cond_wait(&idle_, &mu_);
+  }
+  pthread_mutex_unlock(&mu_);
   write(tail, len);
   const int fd = fd_.exchange(-1, std::memory_order_acq_rel);
   if (fd < 0) return;
@@ -53,6 +168,28 @@ void TraceFile::close(const char* tail, size_t len, const char* head) noexcept {
 void TraceFile::abandon() noexcept {
   const int fd = fd_.exchange(-1, std::memory_order_acq_rel);
   if (fd >= 0) ::close(fd);
+}
+
+void TraceFile::lock_for_fork() noexcept {
+  pthread_mutex_lock(&mu_);
+}
+
+void TraceFile::unlock_in_parent() noexcept {
+  pthread_mutex_unlock(&mu_);
+}
+
+void TraceFile::reset_in_child() noexcept {
+  // The parent's writer may have been waiting on the conditions: they start over, like the lock.
+  pthread_mutex_init(&mu_, nullptr);
+  pthread_cond_init(&work_, nullptr);
+  pthread_cond_init(&idle_, nullptr);
+  for (; queued_ > 0; --queued_, head_ = (head_ + 1) % kSpares) spares_[free_spares_++] = queue_[head_].block;
+  if (writing_) spares_[free_spares_++] = writing_;
+  writing_ = nullptr;
+  head_ = 0;
+  stop_ = false;
+  // The spares are kept: a writer the child starts takes them over instead of mapping more.
+  writer_.store(Writer::none, std::memory_order_relaxed);
 }
 
 }  // namespace sol::capture::trace

@@ -214,6 +214,29 @@ def test_eight_threads(tmp_path):
     assert sorted(e["args"]["seq"] for e in evs) == list(range(1, len(evs) + 1))
 
 
+def test_many_buffers_from_threads_and_a_fork(tmp_path):
+    """Far more events than the threads' buffers hold (hundreds of full buffers, written by the
+    trace's writer thread or, when it is behind, by the threads themselves), from four threads,
+    with a fork while they run: every call is in its process's file exactly once."""
+    cmd = [str(PROGRAMS / "trace_volume"), "4", "20000"]
+    r, d = traced(cmd, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == run(cmd, preload=False).stdout
+    by_pid = {}
+    for p in files(d, ".trace.json"):
+        assert os.path.getsize(p) > 64 << 10
+        evs = [e for e in strict_trace(p) if e.get("ph") == "X"]
+        by_pid[int(re.search(r"sol-(\d+)\.trace\.json", p).group(1))] = evs
+    assert len(by_pid) == 2
+    parent, child = sorted(by_pid.values(), key=len, reverse=True)
+    for evs in (parent, child):
+        assert sorted(e["args"]["seq"] for e in evs) == list(range(1, len(evs) + 1))
+    assert len([e for e in parent if e["name"] == "sdot_"]) == 4 * 20000
+    assert len([e for e in parent if e["name"] == "ddot_"]) == 2 * 20000
+    assert len({e["tid"] for e in parent}) == 5
+    assert [e["name"] for e in child] == ["ddot_"] * 20000
+
+
 @pytest.mark.parametrize("how", ["os._exit", "SIGKILL"])
 def test_abnormal_exits(how, tmp_path):
     script = ("import os, signal, numpy as np\n"
@@ -238,6 +261,23 @@ def test_abnormal_exits(how, tmp_path):
         assert rep.returncode == 0, rep.stderr
         rows = json.loads(rep.stdout)["rows"]
         assert sum(row["calls"] for row in rows if row["symbol"] == "cblas_dgemm") == dgemm
+
+
+def test_full_buffers_reach_the_file_while_the_process_runs(tmp_path):
+    """Blocks handed to the writer thread are in the file within a fraction of a second even when
+    too few arrive to wake it at once; a process killed later loses only its thread's own last
+    buffer (under 64 KiB of events)."""
+    script = ("import os, signal, time, numpy as np\n"
+              "x = np.ones(8)\n"
+              "for i in range(900): x.dot(x)\n"
+              "time.sleep(0.6)\n"
+              "os.kill(os.getpid(), signal.SIGKILL)\n")
+    r, d = traced([PYTHON, "-c", script], tmp_path)
+    assert r.returncode == -signal.SIGKILL
+    (path,) = files(d, ".trace.json")
+    dots = [e for e in load_trace(path) if e.get("name") == "cblas_ddot"]
+    per_buffer = (64 << 10) // (os.path.getsize(path) // max(len(dots), 1)) + 1
+    assert 900 - per_buffer <= len(dots) < 900 and per_buffer < 450
 
 
 def test_unwritable_trace_dir_warns_once_and_runs_on(tmp_path):
