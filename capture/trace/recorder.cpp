@@ -547,6 +547,7 @@ bool start(const config::Config& cfg) noexcept {
     for (const auto& b : cfg.backend) s->backend += (s->backend.empty() ? "" : ",") + b;
     s->argv = read_argv();
     s->sites.push_back(Site{});  // id 0: no stack
+    s->clock.start();  // once: a forked child goes on with its parent's (the counter is the same)
     set_identity(*s);
   } catch (...) {
     delete s;
@@ -632,7 +633,7 @@ Span::Span(const Node& node) noexcept {
   }
   thread_ = t;
   on_ = true;
-  t0_ = monotonic_ns();
+  t0_ = s->clock.now(t->clock);
 }
 
 // One event into the thread's buffer, which goes to trace.json whole when the next would not fit.
@@ -677,11 +678,12 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   // exported symbols) may have recorded itself since.
   t_last.valid = false;
   if (!on_) return;
-  const uint64_t t1 = monotonic_ns();
   State* s = g_state.load(std::memory_order_acquire);
   ThreadState* t = thread_;  // a fork in between would have run after_fork_child: not here
-  if (!s || s->finished.load(std::memory_order_relaxed)) return;
-  const uint64_t dur = t1 - t0_;
+  if (!s) return;
+  const uint64_t t1 = s->clock.now(t->clock);
+  if (s->finished.load(std::memory_order_relaxed)) return;
+  const uint64_t dur = t1 > t0_ ? t1 - t0_ : 0;  // across a new anchor: a few ns either way
 
   // What the call computed, and the signature it belongs to. The hash covers everything the
   // signature depends on, so a cache hit needs no text at all.

@@ -20,6 +20,7 @@
 #include "capture/trace/hash_slots.hpp"
 #include "capture/trace/python_frames.hpp"
 #include "capture/trace/stacks.hpp"
+#include "capture/trace/span_clock.hpp"
 #include "capture/trace/trace_file.hpp"
 
 namespace sol::capture::dnn {
@@ -130,6 +131,7 @@ struct ThreadState {
   Operands ops;
   StackCache stacks;       // only this thread touches it
   uintptr_t stack_hi = 0;  // the upper end of this thread's stack
+  ClockAnchor clock;       // this thread's anchor of State::clock
   // trace.json events not yet written (see TraceFile), under `mu`: in `out`, its own block at
   // first, then whichever spare the writer hands back for a full one.
   static constexpr size_t kOut = TraceFile::kBlock;
@@ -165,6 +167,7 @@ struct State {
   std::string tag;  // "<pid>" or "r<rank>-<pid>"
   std::optional<long> rank;
   uint64_t start_mono_ns = 0, start_unix_ns = 0;
+  SpanClock clock;  // the calls' times
   std::vector<std::string> argv;
   std::atomic<uint64_t> generation{1};
 
