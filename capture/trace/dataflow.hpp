@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "capture/blas/blas.hpp"
+#include "capture/trace/node_pool.hpp"
 
 namespace sol::capture::trace {
 
@@ -116,7 +117,11 @@ class Dataflow {
   void reset() noexcept;
 
   mutable std::mutex mu_;
-  std::map<uintptr_t, Written> ranges_;  // disjoint [start, end) -> latest writer
+  // Disjoint [start, end) -> latest writer, its nodes (32 bytes of tree links, the key, Written)
+  // off the program's heap (node_pool.hpp says why).
+  using RangeAlloc = PoolAllocator<std::pair<const uintptr_t, Written>>;
+  NodePool range_nodes_{64};
+  std::map<uintptr_t, Written, std::less<uintptr_t>, RangeAlloc> ranges_{RangeAlloc(&range_nodes_)};
   PageSet pages_;                        // the pages ranges_ covers
   std::unordered_map<uint64_t, EdgeStats> edges_;  // from << 32 | to
   // The edge added last: loops repeat one edge (y of one axpy read by the next) call after call,

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <thread>
 #include <vector>
@@ -88,6 +90,27 @@ TEST(Dataflow, MemoryGivenBackStartsOver) {
   d.forget(mem + 2048, 64);  // outside every range: nothing to do
   d.clear();
   EXPECT_TRUE(rows(d).empty());
+}
+
+// The range map's nodes come from a pool of the tracer's own: recording leaves the program's heap
+// as it is (its blocks among the program's changed how glibc grew and trimmed the heap).
+TEST(Dataflow, RangesLeaveTheProgramsHeapAlone) {
+  Dataflow d;
+  static char big[64 << 10];
+  d.record(1, std::vector<blas::Operand>{out(big, 64)}.data(), 1);  // the edge table's first allocations
+  const size_t before = mallinfo2().uordblks;
+  for (int i = 1; i < 1000; ++i) {  // a range each: 999 map nodes
+    const blas::Operand w[] = {out(big + 64 * i, 32)};
+    d.record(1, w, 1);
+  }
+  const size_t grew = mallinfo2().uordblks - before;
+  EXPECT_LT(grew, 999u * 56 / 10) << "bytes of the heap in use after 999 new ranges";
+  for (int i = 0; i < 1000; ++i) d.forget(big + 64 * i, 64);  // and their nodes are used again
+  for (int i = 0; i < 1000; ++i) {
+    const blas::Operand w[] = {out(big + 64 * i, 32)};
+    d.record(2, w, 1);
+  }
+  EXPECT_LT(mallinfo2().uordblks - before, 999u * 56 / 10);
 }
 
 // Addresses only: a PageSet never touches the memory it describes.
