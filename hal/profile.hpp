@@ -7,8 +7,9 @@
 // the CPU, the environment variables that change a library's kernels or threads, the libraries
 // the backends open) and each row by the native library's identity (file, size, mtime): a
 // change of CPU, library or SOL starts a new profile instead of trusting stale figures. Writers
-// merge under an exclusive lock and replace the file atomically (temporary file + rename), so
-// concurrent processes, threads and forked children never leave a torn or half-merged file.
+// work under an exclusive lock: each appends its row's line in one write, and replaces the file
+// atomically (temporary file + rename) when it has to be rewritten whole, so concurrent
+// processes, threads and forked children never leave a torn or half-merged file.
 #pragma once
 
 #include <atomic>
@@ -69,9 +70,17 @@ std::string machine_fingerprint(const config::Config& cfg, const std::string& li
 // The profile directory: tune.dir, else $XDG_CACHE_HOME/sol, else ~/.cache/sol.
 std::string profile_dir(const config::Config& cfg);
 
+// What read_file saw of a file besides its rows.
+struct FileState {
+  size_t row_lines = 0;  // rows in the file, those later rows replace included
+  bool torn = false;     // it ended in a part of a line (a crash of the system while appending)
+};
+
 // Reads a profile file. false with `why` when it is missing, unreadable, of another version, of
-// another machine (its fingerprint differs from `fingerprint`), or corrupt.
-bool read_file(const std::string& path, const std::string& fingerprint, std::vector<Row>& rows, std::string& why);
+// another machine (its fingerprint differs from `fingerprint`), or corrupt. A class with several
+// rows (appended as it was measured again) has its last; a torn last line is left out.
+bool read_file(const std::string& path, const std::string& fingerprint, std::vector<Row>& rows, std::string& why,
+               FileState* state = nullptr);
 
 class Profile {
  public:

@@ -59,8 +59,15 @@ def profiles(cache):
 
 
 def rows(path):
+    """The profile's rows, a class's later row (appended when it was measured again or tried in use)
+    in place of its earlier ones, as SOL reads them."""
+    by_class = {}
     with open(path) as f:
-        return [l.rstrip("\n").split("\t") for l in f if l.startswith("row\t")]
+        for l in f:
+            if l.startswith("row\t") and l.endswith("\n"):
+                row = l.rstrip("\n").split("\t")
+                by_class[(row[1], row[2])] = row
+    return list(by_class.values())
 
 
 def warnings(stderr):
@@ -338,8 +345,14 @@ def test_a_corrupt_profile_is_ignored_with_one_line_and_rebuilt(cache):
     [path] = profiles(cache)
     with open(path) as f:
         text = f.read()
+    # A last line cut short (a crash of the system while a row was appended) is only dropped.
     with open(path, "w") as f:
         f.write(text + "row\ttorn")
+    r = auto(cache, "measured_calls")
+    assert not [l for l in sol_lines(r.stderr) if "ignored" in l] and measured(r.stderr) == {}, r.stderr
+    # A malformed whole line: the profile is ignored, with one line, and rebuilt.
+    with open(path, "w") as f:
+        f.write(text + "row\tmalformed\n")
     r = auto(cache, "measured_calls", SOL_LOG="warn")
     ignored = [l for l in sol_lines(r.stderr) if "ignored" in l]
     assert len(ignored) == 1 and path in ignored[0] and "corrupt" in ignored[0], r.stderr

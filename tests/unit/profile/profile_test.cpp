@@ -161,6 +161,78 @@ TEST_F(ProfileFiles, ACorruptFileIsIgnoredAndRebuilt) {
   EXPECT_FALSE(read_file(path, machine_fingerprint(cfg_), rows, why));
 }
 
+// Each row is appended to the file, not written with the whole file again (a rename over it made
+// ext4 start writing at once: 200-400 us a row); a class measured again has its later row.
+TEST_F(ProfileFiles, RowsAreAppendedAndTheLastOfAClassCounts) {
+  Profile p(cfg_);
+  const int lib = p.native_index("lib");
+  const uint64_t a = class_of(gemm(512, 512, 512)), b = class_of(gemm(64, 64, 64));
+  p.record(lib, row(a, "openblas"));
+  struct stat first, later;
+  ASSERT_EQ(::stat(p.path().c_str(), &first), 0);
+  p.record(lib, row(b, "native"));
+  p.record(lib, row(a, "onednn"));  // measured again
+  ASSERT_EQ(::stat(p.path().c_str(), &later), 0);
+  EXPECT_EQ(later.st_ino, first.st_ino) << "the file was replaced, not appended to";
+  std::vector<Row> rows;
+  std::string why;
+  FileState state;
+  ASSERT_TRUE(read_file(p.path(), machine_fingerprint(cfg_), rows, why, &state)) << why;
+  EXPECT_EQ(state.row_lines, 3u);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].key, a);
+  EXPECT_EQ(rows[0].choice, "onednn");
+  Profile again(cfg_);
+  EXPECT_STREQ(again.candidate_name(again.lookup(again.native_index("lib"), a)), "onednn");
+}
+
+// A line cut short (a crash of the system while appending) is dropped when read, and the next
+// writer rewrites the file rather than append after it.
+TEST_F(ProfileFiles, ATornLastLineIsDroppedAndRepaired) {
+  const uint64_t a = class_of(gemm(512, 512, 512)), b = class_of(gemm(64, 64, 64));
+  std::string path;
+  {
+    Profile p(cfg_);
+    p.record(p.native_index("lib"), row(a, "openblas"));
+    path = p.path();
+  }
+  std::ofstream(path, std::ios::app) << "row\tlib\t" << std::hex << b << "\tgemm f32";
+  std::vector<Row> rows;
+  std::string why;
+  FileState state;
+  ASSERT_TRUE(read_file(path, machine_fingerprint(cfg_), rows, why, &state)) << why;
+  EXPECT_TRUE(state.torn);
+  ASSERT_EQ(rows.size(), 1u);
+  Profile p(cfg_);
+  const int lib = p.native_index("lib");
+  EXPECT_STREQ(p.candidate_name(p.lookup(lib, a)), "openblas");
+  ASSERT_TRUE(p.claim(lib, b));
+  p.record(lib, row(b, "onednn"));
+  ASSERT_TRUE(read_file(path, machine_fingerprint(cfg_), rows, why, &state)) << why;
+  EXPECT_FALSE(state.torn);
+  EXPECT_EQ(rows.size(), 2u);
+}
+
+// Rows that later ones replaced do not pile up: past twice the classes (and 16), the file is
+// written whole again with one row a class.
+TEST_F(ProfileFiles, ReplacedRowsAreCompacted) {
+  Profile p(cfg_);
+  const int lib = p.native_index("lib");
+  const uint64_t a = class_of(gemm(512, 512, 512));
+  size_t most = 0;
+  for (int i = 0; i < 60; ++i) {
+    p.record(lib, row(a, i % 2 ? "onednn" : "openblas"));
+    std::vector<Row> rows;
+    std::string why;
+    FileState state;
+    ASSERT_TRUE(read_file(p.path(), machine_fingerprint(cfg_), rows, why, &state)) << why;
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].choice, i % 2 ? "onednn" : "openblas");
+    most = std::max(most, state.row_lines);
+  }
+  EXPECT_LE(most, 2u * 1 + 16);
+}
+
 TEST_F(ProfileFiles, MeasurementOff) {
   cfg_.tune = false;
   Profile p(cfg_);
