@@ -202,14 +202,22 @@ def test_a_first_sample_slowed_by_set_up_is_taken_again(cache):
     it is taken again, once, and the candidate is judged on what it then does. The knob makes
     oneDNN's first run of each class fifty times as long as its compute: four times the best
     even when native's first call paid ten times its own for first use under load."""
-    once = auto(cache, "measured_calls", 128, SOL_TEST_CPU_MODEL="once", SOL_TEST_SLOW="onednn:once")
-    got, set_up = measured(once.stderr), set_up_rates(once.stderr)
-    assert got, once.stderr
-    for (cls, _), (rates, _) in got.items():
+    # A machine loaded enough slows every sample alike, native's with the rest (seen in a CI run
+    # and beside two busy loops: native at 1.5 GFLOP/s where it runs at 98, so that oneDNN's
+    # slowed first run was not four times behind it). Such a run is taken again, up to three in
+    # all, each with an empty profile: without the retake none of them passes.
+    for attempt in range(3):
+        shutil.rmtree(os.path.join(cache, "sol"), True)
+        once = auto(cache, "measured_calls", 128, SOL_TEST_CPU_MODEL="once", SOL_TEST_SLOW="onednn:once")
+        got, set_up = measured(once.stderr), set_up_rates(once.stderr)
+        assert got, once.stderr
         # Taken again, and judged on the run after: fifty times as fast but for load between two
         # runs a few milliseconds apart.
-        assert "onednn" in set_up.get(cls, {}), (cls, once.stderr)
-        assert rates["onednn"] > 2 * set_up[cls]["onednn"], (cls, rates, set_up[cls])
+        if all("onednn" in set_up.get(cls, {}) and rates["onednn"] > 2 * set_up[cls]["onednn"]
+               for (cls, _), (rates, _) in got.items()):
+            return
+    raise AssertionError("no first run taken again, or none judged on the run after, three times: %s %s"
+                         % (got, set_up))
 
 
 TRIED = re.compile(r"^sol: tried (\w+) in use for (.+?): ([0-9.]+) GFLOP/s over (\d+) calls, "
