@@ -170,8 +170,8 @@ std::string profile_dir(const config::Config& cfg) {
 // The file: "sol-profile 1", "fingerprint" lines, then one "row" line per measured class:
 //   row <TAB> native <TAB> key (hex) <TAB> class text <TAB> size <TAB> choice <TAB> name=gflops ...
 // The class text is for people; the key is what is read back.
-bool read_file(const std::string& path, const std::string& fingerprint, std::vector<Row>& rows, std::string& why,
-               FileState* state) {
+bool read_file(const std::string& path, const std::string& fingerprint, std::vector<Row>& rows,
+               std::string& why, FileState* state) {
   std::string text;
   if (!fs_safety::read_file(path, size_t{64} << 20, false, text, why)) {
     if (errno == ENOENT) why = "missing";
@@ -456,7 +456,8 @@ namespace {
 std::string row_line(const Row& r) {
   char hex[24];
   std::snprintf(hex, sizeof hex, "%" PRIx64, r.key);
-  std::string line = "row\t" + r.native + "\t" + hex + "\t" + class_text(r.key) + "\t" + r.size + "\t" + r.choice;
+  std::string line =
+      "row\t" + r.native + "\t" + hex + "\t" + class_text(r.key) + "\t" + r.size + "\t" + r.choice;
   for (const auto& rate : r.rates) {
     char g[32];
     std::snprintf(g, sizeof g, "%.3f", rate.gflops);

@@ -79,8 +79,8 @@ struct FileState {
 // Reads a profile file. false with `why` when it is missing, unreadable, of another version, of
 // another machine (its fingerprint differs from `fingerprint`), or corrupt. A class with several
 // rows (appended as it was measured again) has its last; a torn last line is left out.
-bool read_file(const std::string& path, const std::string& fingerprint, std::vector<Row>& rows, std::string& why,
-               FileState* state = nullptr);
+bool read_file(const std::string& path, const std::string& fingerprint, std::vector<Row>& rows,
+               std::string& why, FileState* state = nullptr);
 
 class Profile {
  public:

@@ -10,7 +10,8 @@ namespace sol::capture::trace {
 namespace {
 
 bool kernel_keeps_time_with_tsc() noexcept {
-  const int fd = ::open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+  const int fd =
+      ::open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   char name[32] = {};
   const ssize_t n = ::read(fd, name, sizeof name - 1);

@@ -41,7 +41,8 @@ class SpanClock {
     const uint64_t d = ticks() - a.ticks;
     // Stale, never taken (0), or behind this read (wrapped to a huge difference): anchor anew.
     if (SOL_UNLIKELY(d > anchor_ticks_)) return anchor(a);
-    return a.ns + static_cast<uint64_t>(static_cast<unsigned __int128>(d) * rate_.load(std::memory_order_relaxed) >> 32);
+    return a.ns + static_cast<uint64_t>(
+                      static_cast<unsigned __int128>(d) * rate_.load(std::memory_order_relaxed) >> 32);
   }
 
  private:

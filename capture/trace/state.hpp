@@ -19,8 +19,8 @@
 #include "capture/trace/dataflow.hpp"
 #include "capture/trace/hash_slots.hpp"
 #include "capture/trace/python_frames.hpp"
-#include "capture/trace/stacks.hpp"
 #include "capture/trace/span_clock.hpp"
+#include "capture/trace/stacks.hpp"
 #include "capture/trace/trace_file.hpp"
 
 namespace sol::capture::dnn {

@@ -79,7 +79,8 @@ void TraceFile::start() noexcept {
   // The spares: mapped here, or those of the parent's writer in a forked child.
   const bool inherited = free_spares_ == kSpares;
   void* mem = inherited ? nullptr
-                        : ::mmap(nullptr, kSpares * kBlock, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                        : ::mmap(nullptr, kSpares * kBlock, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   pthread_attr_t attr;
   if (create && mem != MAP_FAILED && pthread_attr_init(&attr) == 0) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
