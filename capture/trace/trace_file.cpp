@@ -55,7 +55,7 @@ char* TraceFile::hand_over(char* block, size_t len) noexcept {
     queue_[(head_ + queued_) % kSpares] = {block, len};
     ++queued_;
     char* spare = spares_[--free_spares_];
-    if (queued_ == kWake) pthread_cond_signal(&work_);
+    if (queued_ == kWake || (queued_ == 1 && sleeping_)) pthread_cond_signal(&work_);
     pthread_mutex_unlock(&mu_);
     return spare;
   }
@@ -113,18 +113,34 @@ void TraceFile::start() noexcept {
   pthread_mutex_unlock(&mu_);
 }
 
+namespace {
+
+timespec deadline() noexcept {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  t.tv_sec += static_cast<time_t>((t.tv_nsec + TraceFile::kLingerNs) / 1000000000);
+  t.tv_nsec = static_cast<long>((t.tv_nsec + TraceFile::kLingerNs) % 1000000000);
+  return t;
+}
+
+}  // namespace
+
 void* TraceFile::writer_main(void* self) noexcept {
   auto& f = *static_cast<TraceFile*>(self);
   pthread_mutex_lock(&f.mu_);
   for (;;) {
     // Woken for kWake blocks, or for fewer after kLingerNs (a slow trickle of calls, or a
-    // process that went quiet, does not keep its events from the file for long).
-    timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += static_cast<time_t>((until.tv_nsec + kLingerNs) / 1000000000);
-    until.tv_nsec = static_cast<long>((until.tv_nsec + kLingerNs) % 1000000000);
-    while (f.queued_ < kWake && !f.stop_)
-      if (pthread_cond_timedwait(&f.work_, &f.mu_, &until) == ETIMEDOUT) break;
+    // process that went quiet, does not keep its events from the file for long). With none
+    // queued by then it sleeps until the next block, which wakes it (no timer while idle).
+    timespec until = deadline();
+    while (f.queued_ < kWake && !f.stop_) {
+      if (pthread_cond_timedwait(&f.work_, &f.mu_, &until) != ETIMEDOUT) continue;
+      if (f.queued_ > 0) break;
+      f.sleeping_ = true;
+      while (f.queued_ == 0 && !f.stop_) pthread_cond_wait(&f.work_, &f.mu_);
+      f.sleeping_ = false;
+      until = deadline();
+    }
     // Awake: everything queued is written, down to the last block.
     while (f.queued_ > 0) {
       const Full full = f.queue_[f.head_];
@@ -189,6 +205,7 @@ void TraceFile::reset_in_child() noexcept {
   writing_ = nullptr;
   head_ = 0;
   stop_ = false;
+  sleeping_ = false;
   // The spares are kept: a writer the child starts takes them over instead of mapping more.
   writer_.store(Writer::none, std::memory_order_relaxed);
 }

@@ -7,7 +7,7 @@
 // set-up call was more than a third of what tracing the call cost its caller. When every spare
 // is queued (the writer is behind) or no writer runs, the caller writes its block itself: memory
 // stays bounded (kSpares blocks) and no caller ever waits for the writer. A block waits for the
-// writer at most 0.1 s.
+// writer at most 0.1 s; a writer with nothing queued sleeps until a block comes (no timer).
 //
 // On this kind of file system a write(2) of a block costs less than half of what a shared
 // mapping of the file does (ext4 allocates and journals at the first store to every page of a
@@ -98,6 +98,7 @@ class TraceFile {
   size_t free_spares_ = 0;
   char* writing_ = nullptr;
   bool stop_ = false;
+  bool sleeping_ = false;  // the writer waits for a block with no deadline
 };
 
 }  // namespace sol::capture::trace
