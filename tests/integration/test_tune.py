@@ -487,8 +487,15 @@ def test_a_library_that_lost_every_class_is_left_out_of_the_next(cache):
     assert maker == lines[1].group(5), r.stderr
     direct = run([str(PROGRAMS / "gemm_classes"), "512"], env={"SOL_BACKEND": maker, **env, **ONE_THREAD})
     assert r.stdout.splitlines()[2] == direct.stdout.splitlines()[0], (maker, r.stdout, direct.stdout)
-    detected = auto(cache, "gemm_classes", 128, 256, 512, SOL_TEST_CPU_MODEL="as detected")
-    assert "left out" not in detected.stderr and len(measured(detected.stderr)) == 3, detected.stderr
+    # Under load a library that holds its own can lose its first classes too (seen in CI: OpenBLAS's
+    # first 128^3 call at 0.5 GFLOP/s, where it runs at 100): such a run is taken again, up to three
+    # in all, each with an empty profile. A library left out whatever it did fails all three.
+    for attempt in range(3):
+        shutil.rmtree(os.path.join(cache, "sol"), True)
+        detected = auto(cache, "gemm_classes", 128, 256, 512, SOL_TEST_CPU_MODEL="as detected")
+        if "left out" not in detected.stderr and len(measured(detected.stderr)) == 3:
+            return
+    raise AssertionError("OpenBLAS left out three times: " + detected.stderr)
 
 
 def numbers(text):
