@@ -235,13 +235,22 @@ def test_a_candidate_measured_beside_natives_threads_is_tried_in_use(cache):
     """Alone (the program's first class), every candidate ran beside native's spinning threads: the
     best is tried in use, then native, and the choice follows what they did there. The knob slows
     oneDNN only while measured, as native's threads do on few cores."""
-    r = auto(cache, "repeated_gemm", 128, 1.5, SOL_TEST_SLOW="onednn:measured")
-    assert r.returncode == 0, r.stderr
-    [(cls, _)] = measured(r.stderr).keys()
-    measured_rate = measured(r.stderr)[(cls, "sgemm_")][0]["onednn"]
-    [(candidate, tried_cls, in_use, native, choice)] = trials(r.stderr)
-    assert candidate == "onednn" and tried_cls == cls, r.stderr
-    assert in_use > 3 * measured_rate, (in_use, measured_rate)
+    # Load can slow the race's other samples or the trial's calls as much as the knob slows
+    # oneDNN's measured ones: such a run is taken again, up to three in all, each with an empty
+    # profile. Without the trial none of them passes.
+    for attempt in range(3):
+        shutil.rmtree(os.path.join(cache, "sol"), True)
+        r = auto(cache, "repeated_gemm", 128, 1.5, SOL_TEST_SLOW="onednn:measured")
+        assert r.returncode == 0, r.stderr
+        [(cls, _)] = measured(r.stderr).keys()
+        measured_rate = measured(r.stderr)[(cls, "sgemm_")][0]["onednn"]
+        tried = trials(r.stderr)
+        if len(tried) == 1 and tried[0][:2] == ("onednn", cls) and tried[0][2] > 3 * measured_rate:
+            break
+    else:
+        raise AssertionError("oneDNN not tried in use, or no faster there than measured, three times: "
+                             + r.stderr)
+    [(candidate, tried_cls, in_use, native, choice)] = tried
     assert choice == ("onednn" if in_use > 1.03 * native else "native"), (in_use, native, choice)
     # The profile holds the trial's outcome, and its figures.
     [path] = profiles(cache)
@@ -448,14 +457,22 @@ def test_with_native_left_out_the_runner_up_is_tried_in_use_against_the_choice(c
     other is tried in use against the measured choice, and the class goes to whichever did better
     there. The knob slows oneDNN only while measured, so that it loses the race and not its trial."""
     env = {"OPENBLAS_CORETYPE": "Prescott", "SOL_TEST_SLOW": "onednn:measured"}
-    r = auto(cache, "repeated_gemm", 128, 1.5, **env)
-    assert r.returncode == 0, r.stderr
-    [(cls, _)] = measured(r.stderr).keys()
-    rates, measured_choice = measured(r.stderr)[(cls, "sgemm_")]
-    assert "native" not in rates and measured_choice == "openblas", r.stderr
-    [(candidate, tried_cls, in_use, incumbent, choice)] = trials(r.stderr, against="openblas")
-    assert candidate == "onednn" and tried_cls == cls, r.stderr
-    assert in_use > 3 * rates["onednn"], (in_use, rates)
+    # As in the test above, a run that load disturbed as much as the knob is taken again, up to
+    # three in all.
+    for attempt in range(3):
+        shutil.rmtree(os.path.join(cache, "sol"), True)
+        r = auto(cache, "repeated_gemm", 128, 1.5, **env)
+        assert r.returncode == 0, r.stderr
+        [(cls, _)] = measured(r.stderr).keys()
+        rates, measured_choice = measured(r.stderr)[(cls, "sgemm_")]
+        assert "native" not in rates, r.stderr
+        tried = trials(r.stderr, against="openblas") if measured_choice == "openblas" else []
+        if len(tried) == 1 and tried[0][:2] == ("onednn", cls) and tried[0][2] > 3 * rates["onednn"]:
+            break
+    else:
+        raise AssertionError("oneDNN not tried in use against openblas, or no faster there than measured, "
+                             "three times: " + r.stderr)
+    [(candidate, tried_cls, in_use, incumbent, choice)] = tried
     assert choice == ("onednn" if in_use > 1.03 * incumbent else "openblas"), (in_use, incumbent, choice)
     [path] = profiles(cache)
     [row] = rows(path)
