@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <new>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "common/native.hpp"
+#include "common/signals.hpp"
 
 namespace sol {
 
@@ -65,16 +65,11 @@ Startup* Startup::begin(Work work, std::chrono::milliseconds not_before) noexcep
     g_count.store(slot + 1, std::memory_order_release);  // only the main thread adds
     t_exit_guard.armed = true;  // its first use registers its destructor with the main thread
     std::call_once(g_fork_handlers, [] { pthread_atfork(before_fork, after_fork_parent, after_fork_child); });
-    // Asynchronous signals stay with the program's threads; faults are the thread's own.
-    sigset_t all, saved;
-    sigfillset(&all);
-    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&all, sig);
-    pthread_sigmask(SIG_SETMASK, &all, &saved);
     try {
+      const AsyncSignalsBlocked blocked;
       std::thread(thread_main, s).detach();
     } catch (...) {  // no thread: the first take() runs the work, as without a start-up
     }
-    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
     return s;
   } catch (...) {  // out of memory: no start-up ahead of the first call
     return nullptr;

@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <ctime>
 
 #include "common/fs_safety.hpp"
+#include "common/signals.hpp"
 
 namespace sol::capture::trace {
 
@@ -85,11 +85,6 @@ void TraceFile::start() noexcept {
   if (create && mem != MAP_FAILED && pthread_attr_init(&attr) == 0) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 << 10);
-    // Asynchronous signals stay with the program's threads.
-    sigset_t all, saved;
-    sigfillset(&all);
-    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&all, sig);
-    pthread_sigmask(SIG_SETMASK, &all, &saved);
     // The writer's waits end on CLOCK_MONOTONIC (no waiter yet: it is made anew).
     pthread_condattr_t cattr;
     if (pthread_condattr_init(&cattr) == 0) {
@@ -98,6 +93,7 @@ void TraceFile::start() noexcept {
       pthread_condattr_destroy(&cattr);
     }
     pthread_t thread;
+    const AsyncSignalsBlocked blocked;
     if (create(&thread, &attr, writer_main, this) == 0) {
       pthread_setname_np(thread, "sol-trace");
       if (!inherited)
@@ -106,7 +102,6 @@ void TraceFile::start() noexcept {
       writer_.store(Writer::running, std::memory_order_relaxed);
       mem = MAP_FAILED;
     }
-    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
     pthread_attr_destroy(&attr);
   }
   if (mem && mem != MAP_FAILED) ::munmap(mem, kSpares * kBlock);
