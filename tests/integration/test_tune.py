@@ -38,6 +38,22 @@ def auto(cache, program, *args, **env):
     return run([str(PROGRAMS / program), *map(str, args)], env=e)
 
 
+def undisturbed(cache, judge, what, program, *args, **env):
+    """A run of `program` under auto, from an empty profile, whose figures `judge(r)` finds
+    undisturbed: it returns something true, returned here with the run. A machine loaded enough
+    slows some samples as much as a test's knob slows others (seen in CI and beside two busy loops
+    on two cores), so such a run is taken again, up to three in all; a decision that does not do
+    what the test asks fails all three."""
+    for attempt in range(3):
+        shutil.rmtree(os.path.join(cache, "sol"), True)
+        r = auto(cache, program, *args, **env)
+        assert r.returncode == 0, r.stderr
+        verdict = judge(r)
+        if verdict:
+            return r, verdict
+    raise AssertionError("%s, three times: %s" % (what, r.stderr))
+
+
 def rates_of(text):
     """{candidate: GFLOP/s} of " native=97.1 onednn=114.9"."""
     return dict((k, float(v)) for k, v in (r.split("=") for r in text.split()))
@@ -130,20 +146,16 @@ def test_a_second_process_routes_from_the_profile_without_measuring(cache):
 def test_a_slow_backend_is_avoided(cache, slow, n):
     # The reference BLAS as the program's library, so that openblas is a candidate of its own.
     env = {"LD_LIBRARY_PATH": REFERENCE_BLAS_DIR} if slow == "openblas" else {}
-    # The knob makes a candidate ten times slower; a machine loaded enough can slow the others'
-    # samples more (seen beside two busy loops on two cores: every rate at 2-4 GFLOP/s, the slow
-    # candidate's highest). Such a run is taken again, up to three in all, each with an empty
-    # profile: a decision that ignored the knob would pick the slow candidate every time.
-    for attempt in range(3):
-        shutil.rmtree(os.path.join(cache, "sol"), True)
-        r = auto(cache, "measured_calls", n, SOL_TEST_SLOW=slow, **env)
+    # The knob makes a candidate ten times slower; beside two busy loops every rate fell to 2-4
+    # GFLOP/s, the slow candidate's highest.
+    def judge(r):
         got = measured(r.stderr)
         assert got, r.stderr
         for (cls, _), (rates, choice) in got.items():
             assert slow in rates, (cls, rates)
-        if all(choice != slow for rates, choice in got.values()):
-            return
-    raise AssertionError("auto chose the slow %s three times: %s" % (slow, got))
+        return all(choice != slow for rates, choice in got.values())
+
+    undisturbed(cache, judge, "auto chose the slow " + slow, "measured_calls", n, SOL_TEST_SLOW=slow, **env)
 
 
 def test_a_backend_that_slows_the_programs_next_call_is_charged_for_it_in_a_mixed_program(cache):
@@ -202,22 +214,18 @@ def test_a_first_sample_slowed_by_set_up_is_taken_again(cache):
     it is taken again, once, and the candidate is judged on what it then does. The knob makes
     oneDNN's first run of each class fifty times as long as its compute: four times the best
     even when native's first call paid ten times its own for first use under load."""
-    # A machine loaded enough slows every sample alike, native's with the rest (seen in a CI run
-    # and beside two busy loops: native at 1.5 GFLOP/s where it runs at 98, so that oneDNN's
-    # slowed first run was not four times behind it). Such a run is taken again, up to three in
-    # all, each with an empty profile: without the retake none of them passes.
-    for attempt in range(3):
-        shutil.rmtree(os.path.join(cache, "sol"), True)
-        once = auto(cache, "measured_calls", 128, SOL_TEST_CPU_MODEL="once", SOL_TEST_SLOW="onednn:once")
-        got, set_up = measured(once.stderr), set_up_rates(once.stderr)
-        assert got, once.stderr
+    # Load slows native's samples too (seen in CI: native at 1.5 GFLOP/s where it runs at 98, so
+    # that oneDNN's slowed first run was not four times behind it).
+    def judge(r):
+        got, set_up = measured(r.stderr), set_up_rates(r.stderr)
+        assert got, r.stderr
         # Taken again, and judged on the run after: fifty times as fast but for load between two
         # runs a few milliseconds apart.
-        if all("onednn" in set_up.get(cls, {}) and rates["onednn"] > 2 * set_up[cls]["onednn"]
-               for (cls, _), (rates, _) in got.items()):
-            return
-    raise AssertionError("no first run taken again, or none judged on the run after, three times: %s %s"
-                         % (got, set_up))
+        return all("onednn" in set_up.get(cls, {}) and rates["onednn"] > 2 * set_up[cls]["onednn"]
+                   for (cls, _), (rates, _) in got.items())
+
+    undisturbed(cache, judge, "no first run taken again, or none judged on the run after", "measured_calls", 128,
+                SOL_TEST_CPU_MODEL="once", SOL_TEST_SLOW="onednn:once")
 
 
 TRIED = re.compile(r"^sol: tried (\w+) in use for (.+?): ([0-9.]+) GFLOP/s over (\d+) calls, "
@@ -236,21 +244,17 @@ def test_a_candidate_measured_beside_natives_threads_is_tried_in_use(cache):
     best is tried in use, then native, and the choice follows what they did there. The knob slows
     oneDNN only while measured, as native's threads do on few cores."""
     # Load can slow the race's other samples or the trial's calls as much as the knob slows
-    # oneDNN's measured ones: such a run is taken again, up to three in all, each with an empty
-    # profile. Without the trial none of them passes.
-    for attempt in range(3):
-        shutil.rmtree(os.path.join(cache, "sol"), True)
-        r = auto(cache, "repeated_gemm", 128, 1.5, SOL_TEST_SLOW="onednn:measured")
-        assert r.returncode == 0, r.stderr
+    # oneDNN's measured ones.
+    def judge(r):
         [(cls, _)] = measured(r.stderr).keys()
         measured_rate = measured(r.stderr)[(cls, "sgemm_")][0]["onednn"]
         tried = trials(r.stderr)
-        if len(tried) == 1 and tried[0][:2] == ("onednn", cls) and tried[0][2] > 3 * measured_rate:
-            break
-    else:
-        raise AssertionError("oneDNN not tried in use, or no faster there than measured, three times: "
-                             + r.stderr)
-    [(candidate, tried_cls, in_use, native, choice)] = tried
+        ok = len(tried) == 1 and tried[0][:2] == ("onednn", cls) and tried[0][2] > 3 * measured_rate
+        return tried if ok else None
+
+    r, [(candidate, tried_cls, in_use, native, choice)] = undisturbed(
+        cache, judge, "oneDNN not tried in use, or no faster there than measured", "repeated_gemm", 128, 1.5,
+        SOL_TEST_SLOW="onednn:measured")
     assert choice == ("onednn" if in_use > 1.03 * native else "native"), (in_use, native, choice)
     # The profile holds the trial's outcome, and its figures.
     [path] = profiles(cache)
@@ -457,22 +461,18 @@ def test_with_native_left_out_the_runner_up_is_tried_in_use_against_the_choice(c
     other is tried in use against the measured choice, and the class goes to whichever did better
     there. The knob slows oneDNN only while measured, so that it loses the race and not its trial."""
     env = {"OPENBLAS_CORETYPE": "Prescott", "SOL_TEST_SLOW": "onednn:measured"}
-    # As in the test above, a run that load disturbed as much as the knob is taken again, up to
-    # three in all.
-    for attempt in range(3):
-        shutil.rmtree(os.path.join(cache, "sol"), True)
-        r = auto(cache, "repeated_gemm", 128, 1.5, **env)
-        assert r.returncode == 0, r.stderr
+
+    def judge(r):  # as in the test above
         [(cls, _)] = measured(r.stderr).keys()
         rates, measured_choice = measured(r.stderr)[(cls, "sgemm_")]
         assert "native" not in rates, r.stderr
         tried = trials(r.stderr, against="openblas") if measured_choice == "openblas" else []
-        if len(tried) == 1 and tried[0][:2] == ("onednn", cls) and tried[0][2] > 3 * rates["onednn"]:
-            break
-    else:
-        raise AssertionError("oneDNN not tried in use against openblas, or no faster there than measured, "
-                             "three times: " + r.stderr)
-    [(candidate, tried_cls, in_use, incumbent, choice)] = tried
+        ok = len(tried) == 1 and tried[0][:2] == ("onednn", cls) and tried[0][2] > 3 * rates["onednn"]
+        return tried if ok else None
+
+    r, [(candidate, tried_cls, in_use, incumbent, choice)] = undisturbed(
+        cache, judge, "oneDNN not tried in use against openblas, or no faster there than measured",
+        "repeated_gemm", 128, 1.5, **env)
     assert choice == ("onednn" if in_use > 1.03 * incumbent else "openblas"), (in_use, incumbent, choice)
     [path] = profiles(cache)
     [row] = rows(path)
@@ -505,14 +505,9 @@ def test_a_library_that_lost_every_class_is_left_out_of_the_next(cache):
     direct = run([str(PROGRAMS / "gemm_classes"), "512"], env={"SOL_BACKEND": maker, **env, **ONE_THREAD})
     assert r.stdout.splitlines()[2] == direct.stdout.splitlines()[0], (maker, r.stdout, direct.stdout)
     # Under load a library that holds its own can lose its first classes too (seen in CI: OpenBLAS's
-    # first 128^3 call at 0.5 GFLOP/s, where it runs at 100): such a run is taken again, up to three
-    # in all, each with an empty profile. A library left out whatever it did fails all three.
-    for attempt in range(3):
-        shutil.rmtree(os.path.join(cache, "sol"), True)
-        detected = auto(cache, "gemm_classes", 128, 256, 512, SOL_TEST_CPU_MODEL="as detected")
-        if "left out" not in detected.stderr and len(measured(detected.stderr)) == 3:
-            return
-    raise AssertionError("OpenBLAS left out three times: " + detected.stderr)
+    # first 128^3 call at 0.5 GFLOP/s, where it runs at 100).
+    undisturbed(cache, lambda r: "left out" not in r.stderr and len(measured(r.stderr)) == 3, "OpenBLAS left out",
+                "gemm_classes", 128, 256, 512, SOL_TEST_CPU_MODEL="as detected")
 
 
 def numbers(text):
