@@ -12,6 +12,8 @@ PACKAGES=(
   ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd clinfo
   # tests: the reference BLAS test programs, GoogleTest, real NumPy and PyTorch
   libblas-test libgtest-dev python3-pytest python3-numpy python3-torch
+  # tests: the reference LAPACK over libblas.so.3 (test_lazy.py, bench_lapack)
+  liblapack3
   # tests: MiniDebugInfo sections are made with xz (test_frame_names.py)
   xz-utils
   # benchmarks compare against these

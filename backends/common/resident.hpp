@@ -10,6 +10,12 @@
 //   copy (its buffer's bytes, the same on the device). A later node with the same operand finds
 //   the copy and moves nothing. Only operands inside a block SOL serves are kept (their pages can
 //   be protected); others move each time, results among them come back at once.
+// - A copy is worth keeping only if a later node finds it. Where host and device take turns on a
+//   block (LAPACK's factorizations: each BLAS call a different piece of the matrix, the host's
+//   pivoting and scaling between them), most copies are dropped unused, and keeping them only adds
+//   page protection, faults and write-backs to eager's transfers. Each block keeps a score: a
+//   copy dropped unused takes one off, one that later nodes found adds their number (both within
+//   +-kTurnsEager); at -kTurnsEager the block's operands run eagerly until it is given back.
 // - Copies of different kinds may overlap (a raw copy of a DNN tensor, a BLAS matrix in the same
 //   bytes) only while all of them are current: a written operand drops every other copy it
 //   overlaps, and a copy is made from the host only after what is dirty there has been flushed.
@@ -157,8 +163,15 @@ class Resident : public capture::lazy::Holder {
     size_t es = 0;
     uintptr_t block_b = 0, block_e = 0;  // the served block holding it
     bool dirty = false;
-    uint64_t used = 0;  // for eviction
+    uint64_t used = 0;   // for eviction
+    uint32_t found = 0;  // later nodes that used it
   };
+  // A served block's score: its dropped copies, found by later nodes (+) or not (-).
+  struct Turns {
+    uintptr_t block_b;
+    int score;
+  };
+  static constexpr int kTurnsEager = 8;
 
   bool live() const noexcept;  // this process's device, not exiting
   void flush_locked(hal::transfers::Cause cause) noexcept;
@@ -167,6 +180,10 @@ class Resident : public capture::lazy::Holder {
   Copy* adopt(const Operand& o, size_t es) noexcept;
   void drop_locked(uintptr_t b, uintptr_t e, bool discard) noexcept;
   void release(Copy& c) noexcept;
+  // A copy leaves (dropped, not given back): counts towards its block's turns.
+  void retire(const Copy& c) noexcept;
+  // Whether the block at block_b runs its operands eagerly (with the reason).
+  bool taking_turns(uintptr_t block_b, const char*& why) const noexcept;
   // Sets the protection of a block from the copies in it.
   void update_block(uintptr_t b, uintptr_t e) noexcept;
   void evict_beyond_budget() noexcept;
@@ -176,6 +193,7 @@ class Resident : public capture::lazy::Holder {
   std::mutex& mu_;
   const pid_t pid_;
   std::vector<Copy> copies_;
+  std::vector<Turns> turns_;
   size_t pending_ = 0;  // nodes enqueued since the last wait
   size_t dirty_bytes_ = 0;
   size_t held_bytes_ = 0;  // device bytes of every copy

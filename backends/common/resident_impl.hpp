@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -94,6 +95,7 @@ hal::Reason Resident<Operand>::bind(Operand& o, size_t es) {
         Copy& c = copies_[i];
         if (!dev_.same(c.op, o) && overlaps(c.op, b, e)) {
           const uintptr_t bb = c.block_b, be = c.block_e;
+          retire(c);
           release(c);
           copies_.erase(copies_.begin() + static_cast<long>(i));
           update_block(bb, be);
@@ -117,6 +119,7 @@ hal::Reason Resident<Operand>::bind(Operand& o, size_t es) {
         }
     }
     kept->used = ++clock_;
+    ++kept->found;
     dev_.retain(kept->op.buf);
     o.buf = kept->op.buf;
     if (!o.ext.read && !raw) return dev_.zero(o, es);  // beta == 0: no NaN of the caller's may survive
@@ -132,7 +135,8 @@ hal::Reason Resident<Operand>::bind(Operand& o, size_t es) {
   // the node has written it (a node that leaves it unwritten must not leave a copy behind).
   uintptr_t bb, be;
   const char* why = nullptr;
-  if (o.ext.bytes >= capture::lazy::min_bytes() && capture::lazy::block_of(o.ext.ptr, o.ext.bytes, bb, be, why)) {
+  if (o.ext.bytes >= capture::lazy::min_bytes() && capture::lazy::block_of(o.ext.ptr, o.ext.bytes, bb, be, why) &&
+      !taking_turns(bb, why)) {
     if (!raw || o.ext.read) adopt(o, es);
   } else if (o.ext.written) {
     host_ready(o.ext.ptr, o.ext.bytes, true);  // its result comes back at once: pages open
@@ -145,7 +149,8 @@ template <class Operand>
 typename Resident<Operand>::Copy* Resident<Operand>::adopt(const Operand& o, size_t es) noexcept {
   uintptr_t bb, be;
   const char* why = nullptr;
-  if (o.ext.bytes < capture::lazy::min_bytes() || !capture::lazy::block_of(o.ext.ptr, o.ext.bytes, bb, be, why))
+  if (o.ext.bytes < capture::lazy::min_bytes() || !capture::lazy::block_of(o.ext.ptr, o.ext.bytes, bb, be, why) ||
+      taking_turns(bb, why))
     return nullptr;
   try {
     Copy c;
@@ -230,6 +235,7 @@ template <class Operand>
 void Resident<Operand>::forget() noexcept {
   // A forked child (no device) or exit: the handles are leaked, never released.
   std::vector<Copy>().swap(copies_);
+  std::vector<Turns>().swap(turns_);
   pending_ = dirty_bytes_ = held_bytes_ = 0;
 }
 
@@ -309,6 +315,7 @@ void Resident<Operand>::drop_locked(uintptr_t b, uintptr_t e, bool discard) noex
     if (c.block_b < e && c.block_e > b) {
       if (c.dirty) dirty_bytes_ -= c.op.device_bytes;
       blocks.emplace_back(c.block_b, c.block_e);
+      if (!discard) retire(c);
       release(c);
       copies_.erase(copies_.begin() + static_cast<long>(i));
     } else {
@@ -316,6 +323,49 @@ void Resident<Operand>::drop_locked(uintptr_t b, uintptr_t e, bool discard) noex
     }
   }
   for (const auto& [bb, be] : blocks) update_block(bb, be);
+  // Given back (free, realloc): the next block there starts afresh.
+  if (!discard) return;
+  for (size_t i = 0; i < turns_.size();) {
+    if (turns_[i].block_b >= b && turns_[i].block_b < e) {
+      turns_[i] = turns_.back();
+      turns_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
+template <class Operand>
+void Resident<Operand>::retire(const Copy& c) noexcept {
+  Turns* t = nullptr;
+  for (Turns& x : turns_)
+    if (x.block_b == c.block_b) t = &x;
+  if (!t) {
+    if (c.found > 0) return;  // a block that starts well needs no record
+    try {
+      turns_.push_back(Turns{c.block_b, 0});
+    } catch (...) {
+      return;
+    }
+    t = &turns_.back();
+  }
+  if (t->score <= -kTurnsEager) return;
+  t->score = c.found > 0 ? std::min(t->score + static_cast<int>(std::min<uint32_t>(c.found, kTurnsEager)), kTurnsEager)
+                         : t->score - 1;
+  if (t->score <= -kTurnsEager) {
+    SOL_LOG(debug, "%s: lazy: copies at %p go unused: the block's operands run eagerly", dev_.name(),
+            reinterpret_cast<void*>(c.block_b));
+  }
+}
+
+template <class Operand>
+bool Resident<Operand>::taking_turns(uintptr_t block_b, const char*& why) const noexcept {
+  for (const Turns& t : turns_)
+    if (t.block_b == block_b && t.score <= -kTurnsEager) {
+      why = "host and device take turns on its block";
+      return true;
+    }
+  return false;
 }
 
 template <class Operand>
@@ -338,6 +388,7 @@ void Resident<Operand>::update_block(uintptr_t b, uintptr_t e) noexcept {
           why ? why : "");
   for (size_t i = 0; i < copies_.size();) {
     if (copies_[i].block_b == b) {
+      retire(copies_[i]);
       release(copies_[i]);
       copies_.erase(copies_.begin() + static_cast<long>(i));
     } else {

@@ -5,11 +5,12 @@ memory sees a difference from eager execution or from a run without libsol.
 Every case compares bytes, not tolerances: lazy and eager run the same kernels on the same device,
 and the C program's inputs are small integers (exact on every backend)."""
 import json
+import pathlib
 import re
 
 import pytest
 
-from conftest import PROGRAMS, PY_PROGRAMS, PYTHON, SOL, run, sol_lines
+from conftest import LIBSOL, PROGRAMS, PY_PROGRAMS, PYTHON, SOL, run, sol_lines
 
 TRANSFERS = re.compile(r"^sol: transfers: (\d+) nodes, (\d+) flushes, (\d+) bytes to the device, (\d+) bytes back$")
 CASES = ["chain", "inputs", "shared", "syscalls", "allocator", "signals", "threads", "fork", "mapped", "interrupts",
@@ -213,3 +214,38 @@ def test_the_trace_shows_when_each_deferred_node_ran(tmp_path):
         assert ran[c["args"]["lazy_node"]] >= c["ts"], (c, ran)
     times = [ran[n] for n in nodes]
     assert times == sorted(times), times
+
+
+REFERENCE_LAPACK = pathlib.Path("/usr/lib/x86_64-linux-gnu/lapack")
+
+
+@pytest.mark.parametrize("routine", ["potrf", "getrf"])
+def test_a_block_host_and_device_take_turns_on_runs_eagerly(tmp_path, routine):
+    """The reference LAPACK's blocked factorizations (bench/lapack.c, n = 1024): each BLAS call a
+    different block of one matrix, the host's own pivoting and scaling between them, so each
+    device copy is dropped before a later node finds it. After a few such copies the matrix's
+    calls run eagerly and say why; the factors are the eager run's, bit for bit, and so are the
+    bytes moved, within the few copies kept before the decision."""
+    bench = pathlib.Path(LIBSOL).parent / "bench" / "bench_lapack"
+    if not bench.exists() or not (REFERENCE_LAPACK / "liblapack.so.3").exists():
+        pytest.skip("bench_lapack or the reference LAPACK (liblapack3) is missing")
+    env = {"SOL_BACKEND": "opencl", "SOL_LOG": "info", "LD_LIBRARY_PATH": str(REFERENCE_LAPACK)}
+    eager = run([str(bench), routine, "1024"], env={**env, "SOL_LAZY": "0"})
+    lazy = run([str(bench), routine, "1024"],
+               env={**env, "SOL_TRACE": "1", "SOL_TRACE_STACKS": "0", "SOL_TRACE_DIR": str(tmp_path)})
+    for r in (eager, lazy):
+        assert r.returncode == 0, r.stderr
+    checksum = [re.search(r" checksum=(\S+)", r.stdout).group(1) for r in (eager, lazy)]
+    assert checksum[0] == checksum[1], (eager.stdout, lazy.stdout)
+    (trace,) = tmp_path.glob("run-*/sol-*.trace.json")
+    calls = [e for e in json.loads(trace.read_text())["traceEvents"]
+             if e.get("ph") == "X" and e.get("name", "").startswith("d") and e.get("cat") != "device"]
+    turns = [e for e in calls if e["args"].get("lazy") == "eager: host and device take turns on its block"]
+    deferred = [e for e in calls if "lazy_node" in e["args"]]
+    assert len(turns) > 100, (len(calls), len(turns))
+    # Deferred only before the decision: the first of the calls that run eagerly for it comes
+    # after every deferred one.
+    assert len(deferred) < 64 and all(d["ts"] < turns[0]["ts"] for d in deferred), (len(deferred), len(turns))
+    e, l = transfers(eager.stderr), transfers(lazy.stderr)
+    assert l[0] == e[0], (eager.stderr, lazy.stderr)
+    assert l[2] <= e[2] * 1.02 and l[3] <= e[3] * 1.02, (eager.stderr, lazy.stderr)
