@@ -41,14 +41,6 @@ bool exiting() noexcept {
   return g_exiting.load(std::memory_order_acquire);
 }
 
-// SOL_TEST_CUDA_LAZY=1 runs the backend lazily (device copies kept between nodes, resident.hpp).
-// Not a configuration key: the GPU checks (scripts/gpu/cuda_backend.sh, lapack_bench.sh) set it
-// until lazy cuda is on by default.
-bool test_forces_lazy() noexcept {
-  const char* v = std::getenv("SOL_TEST_CUDA_LAZY");
-  return v && std::strcmp(v, "1") == 0;
-}
-
 // hal::DeviceMemory over cudaMalloc'd memory: the pointers are device pointers. Copies run on the
 // backend's stream and wait for it only.
 class CudaMemory final : public hal::DeviceMemory {
@@ -116,10 +108,9 @@ class CudaBackend final : public hal::Backend {
   const char* name() const noexcept override { return "cuda"; }
   bool device_backend() const noexcept override { return true; }
   Hint accelerator_hint(const config::Config&) const noexcept override { return gpu_inventory(); }
-  // Switched on (true) once the GPU checks of the lazy path (scripts/gpu/cuda_backend.sh's lazy
-  // section, lapack_bench.sh's "sol-cuda lazy" row) have passed on a GPU; until then only with
-  // SOL_TEST_CUDA_LAZY=1.
-  bool runs_lazily() const noexcept override { return test_forces_lazy(); }
+  // Device copies kept between nodes (resident.hpp) unless SOL_LAZY=0; proven on a GPU by
+  // scripts/gpu/cuda_backend.sh's lazy section and lapack_bench.sh's sol-cuda-lazy row.
+  bool runs_lazily() const noexcept override { return true; }
 
   bool init(const config::Config& cfg, std::string& why) noexcept override {
     try {

@@ -4,9 +4,10 @@
 # back) with its transfers counted, the 24 reference BLAS test programs pass on SOL_BACKEND=cuda
 # exactly as they pass without libsol, a small oneDNN CNN (tests/programs/dnnl_cnn.c, forward and
 # backward) gives native oneDNN's results with its primitives on cuDNN, and the DNN conformance
-# suite's cuda cases pass. Then the lazy path (SOL_TEST_CUDA_LAZY=1: device copies kept between
-# nodes, results written back when the host needs them): the GEMM chain gives the eager run's sums
-# with fewer flushes than nodes, and the 24 BLAS test programs pass as without libsol. Prints one
+# suite's cuda cases pass; all of these eagerly (SOL_LAZY=0). Then the lazy path (the default:
+# device copies kept between nodes, results written back when the host needs them): the GEMM chain
+# gives the eager run's sums with fewer flushes than nodes, the CNN native oneDNN's results, and the
+# 24 BLAS test programs pass as without libsol. Prints one
 # PASS/FAIL/SKIP line per check and a summary; exits 1 when a check failed, 0 otherwise (no GPU:
 # SKIP, 0).
 #
@@ -90,8 +91,8 @@ gemms() {  # gemms NAME ARGS...: native and cuda runs, compared line by line
   local name=$1
   shift
   timeout 60 "$build/tests/programs/device_gemms" "$@" > "$out/$name.native.txt" 2>&1
-  SOL_BACKEND=cuda SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 60 "$build/tests/programs/device_gemms" "$@" \
-    > "$out/$name.cuda.txt" 2> "$out/$name.cuda.log"
+  SOL_BACKEND=cuda SOL_LAZY=0 SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 60 \
+    "$build/tests/programs/device_gemms" "$@" > "$out/$name.cuda.txt" 2> "$out/$name.cuda.log"
   local native cuda ok=1
   native=$(sort "$out/$name.native.txt" | awk '/sum/ { print $3 }' | tr '\n' ' ')
   cuda=$(sort "$out/$name.cuda.txt" | awk '/sum/ { print $3 }' | tr '\n' ' ')
@@ -133,10 +134,10 @@ run_program() {  # run_program NAME MODE(plain|sol|lazy)
     cd "$dir" || exit 1
     exec < "${input/#-//dev/null}"
     if [ "$mode" = sol ]; then
-      SOL_BACKEND=cuda SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 90 "$carry/blas/$name" > stdout.txt 2> stderr.txt
-    elif [ "$mode" = lazy ]; then
-      SOL_TEST_CUDA_LAZY=1 SOL_BACKEND=cuda SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 90 "$carry/blas/$name" \
+      SOL_BACKEND=cuda SOL_LAZY=0 SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 90 "$carry/blas/$name" \
         > stdout.txt 2> stderr.txt
+    elif [ "$mode" = lazy ]; then
+      SOL_BACKEND=cuda SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 90 "$carry/blas/$name" > stdout.txt 2> stderr.txt
     else
       timeout 90 "$carry/blas/$name" > stdout.txt 2> stderr.txt
     fi
@@ -180,8 +181,8 @@ if [ ! -x "$cnn" ] || [ ! -e "$carry_dir/dnnl/libdnnl.so.2" ]; then
 else
   dnnl_path="$carry_dir/dnnl:$LD_LIBRARY_PATH"
   LD_LIBRARY_PATH=$dnnl_path timeout 60 "$cnn" 8 > "$out/dnnl_cnn.native.txt" 2> "$out/dnnl_cnn.native.log"
-  LD_LIBRARY_PATH=$dnnl_path SOL_BACKEND=cuda SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 60 "$cnn" 8 \
-    > "$out/dnnl_cnn.cuda.txt" 2> "$out/dnnl_cnn.cuda.log"
+  LD_LIBRARY_PATH=$dnnl_path SOL_BACKEND=cuda SOL_LAZY=0 SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 60 \
+    "$cnn" 8 > "$out/dnnl_cnn.cuda.txt" 2> "$out/dnnl_cnn.cuda.log"
   bad=$(awk 'NR == FNR { sum[$1] = $3; abs[$1] = $4; next }
     /^primitives=/ { next }
     { sub("sum=", "", $3); sub("abs=", "", $4); s = sum[$1]; a = abs[$1]; sub("sum=", "", s); sub("abs=", "", a);
@@ -221,13 +222,12 @@ else
   report SKIP "DNN conformance on cuda: $conformance or gpu-carry/dnnl missing"
 fi
 
-# 6. Lazily (SOL_TEST_CUDA_LAZY=1, until lazy cuda is on by default: backend.cpp's runs_lazily).
-# The GEMM chain: the eager run's sums (step 2), nodes on the device, fewer flushes than nodes
-# (the chain's products stay on the device between calls).
+# 6. Lazily (SOL_LAZY's default). The GEMM chain: the eager run's sums (step 2), nodes on the
+# device, fewer flushes than nodes (the chain's products stay on the device between calls).
 lazy_gemms() {  # lazy_gemms NAME ARGS...: against step 2's eager run of NAME
   local name=$1
   shift
-  SOL_TEST_CUDA_LAZY=1 SOL_BACKEND=cuda SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 60 \
+  SOL_BACKEND=cuda SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 60 \
     "$build/tests/programs/device_gemms" "$@" > "$out/$name.lazy.txt" 2> "$out/$name.lazy.log"
   local eager lazy transfers nodes flushes
   eager=$(sort "$out/$name.cuda.txt" | awk '/sum/ { print $3 }' | tr '\n' ' ')
@@ -244,6 +244,19 @@ lazy_gemms() {  # lazy_gemms NAME ARGS...: against step 2's eager run of NAME
   fi
 }
 lazy_gemms gemm_chain 1024 768 512 6
+# The oneDNN CNN lazily: the eager run's outputs (step 4), the same text.
+if [ -x "$cnn" ] && [ -e "$carry_dir/dnnl/libdnnl.so.2" ]; then
+  LD_LIBRARY_PATH="$carry_dir/dnnl:$LD_LIBRARY_PATH" SOL_BACKEND=cuda SOL_LOG=info LD_PRELOAD="$build/libsol.so" \
+    timeout 60 "$cnn" 8 > "$out/dnnl_cnn.lazy.txt" 2> "$out/dnnl_cnn.lazy.log"
+  transfers=$(grep -m1 'sol: transfers:' "$out/dnnl_cnn.lazy.log")
+  if [ ! -s "$out/dnnl_cnn.lazy.txt" ] || ! cmp -s "$out/dnnl_cnn.cuda.txt" "$out/dnnl_cnn.lazy.txt"; then
+    report FAIL "dnnl_cnn lazily: output differs from the eager run's (see dnnl_cnn.lazy.*)"
+  elif ! echo "$transfers" | grep -Eq 'transfers: [1-9][0-9]* nodes'; then
+    report FAIL "dnnl_cnn lazily: no node ran on the device (${transfers:-no transfers line})"
+  else
+    report PASS "dnnl_cnn lazily: outputs = eager's; $transfers"
+  fi
+fi
 # The reference BLAS test programs, lazily: their PASSED lines as without libsol (step 3's runs).
 for name in $programs; do
   run_program "$name" lazy &

@@ -6,8 +6,8 @@
 #             and back to host memory on every call), the rest in OpenBLAS (NVBLAS_CPU_BLAS_LIB)
 #   sol-cuda  libsol preloaded with SOL_BACKEND=cuda: every BLAS call on the GPU through cuBLAS,
 #             eager (each call's operands up and its results back); the bytes from `sol: transfers:`
-#   sol-cuda-lazy  the same, lazily (SOL_TEST_CUDA_LAZY=1 until lazy cuda is on by default): the
-#             factors stay on the device between calls, written back when the host reads them
+#   sol-cuda-lazy  the same, lazily (SOL_LAZY's default): the factors stay on the device between
+#             calls, written back when the host reads them
 # bench/lapack.c checks each run (scaled backward error below 30, by plain substitution, no BLAS)
 # and prints a checksum of the factors; a GPU row agrees when its checksum is within 1e-6 of the
 # cpu row's. Prints the table (format: README, Benchmarks, "LAPACK on the GPU") to stdout and to
@@ -93,7 +93,7 @@ run() {
       LD_LIBRARY_PATH=$base_path$cuda_path SOL_BACKEND=cuda SOL_LAZY=0 SOL_LOG=info LD_PRELOAD=$build/libsol.so \
         timeout "$limit" "$program" "$routine" "$n" > "$stem.txt" 2> "$stem.err" ;;
     sol-cuda-lazy)
-      LD_LIBRARY_PATH=$base_path$cuda_path SOL_TEST_CUDA_LAZY=1 SOL_BACKEND=cuda SOL_LOG=info \
+      LD_LIBRARY_PATH=$base_path$cuda_path SOL_BACKEND=cuda SOL_LOG=info \
         LD_PRELOAD=$build/libsol.so timeout "$limit" "$program" "$routine" "$n" > "$stem.txt" 2> "$stem.err" ;;
   esac
 }
