@@ -1,7 +1,9 @@
 // The opencl backend's lazy executor: backends/common/resident.hpp's device copies, in cl_mem
-// buffers on the device's in-order queue. A copy is made with clCreateBuffer(COPY_HOST_PTR),
-// which copies the host data at once (the host may change an input as soon as the call returns,
-// whatever is still queued); its device layout is transfer.hpp's (device_image, same_copy).
+// buffers on the device's in-order queue. The host's data is consumed before the call returns
+// (the host may change an input as soon as it has, whatever is still queued): a block of a larger
+// matrix by a blocking rectangle write, as eager nodes pack it, anything else by
+// clCreateBuffer(COPY_HOST_PTR) from its device image (transfer.hpp's device_image, same_copy),
+// which does not wait for the queue.
 #pragma once
 
 #include <cstddef>
