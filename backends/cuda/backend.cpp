@@ -103,14 +103,25 @@ hal::Backend::Hint gpu_inventory() noexcept {
   return any ? hal::Backend::Hint::yes : hal::Backend::Hint::no;
 }
 
+// Whether CUDA could find a device here at all: a GPU the kernel driver lists, or the device
+// node the driver's library opens (/dev/nvidiactl; /dev/dxg under WSL, which has no /proc entry),
+// unless CUDA_VISIBLE_DEVICES hides every GPU. Nothing is loaded to find out.
+bool may_have_gpu() noexcept {
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v && (!*v || std::strcmp(v, "-1") == 0)) return false;
+  return gpu_inventory() == hal::Backend::Hint::yes || ::access("/dev/nvidiactl", F_OK) == 0 ||
+         ::access("/dev/dxg", F_OK) == 0;
+}
+
 class CudaBackend final : public hal::Backend {
  public:
   const char* name() const noexcept override { return "cuda"; }
   bool device_backend() const noexcept override { return true; }
   Hint accelerator_hint(const config::Config&) const noexcept override { return gpu_inventory(); }
   // Device copies kept between nodes (resident.hpp) unless SOL_LAZY=0; proven on a GPU by
-  // scripts/gpu/cuda_backend.sh's lazy section and lapack_bench.sh's sol-cuda-lazy row.
-  bool runs_lazily() const noexcept override { return true; }
+  // scripts/gpu/cuda_backend.sh's lazy section and lapack_bench.sh's sol-cuda-lazy row. Not
+  // where CUDA could find no device: nothing can run here, and the lazy executor (which serves
+  // large allocations) would start for nothing.
+  bool runs_lazily() const noexcept override { return may_have_gpu(); }
 
   bool init(const config::Config& cfg, std::string& why) noexcept override {
     try {

@@ -73,6 +73,18 @@ def test_lazy_without_a_device_backend_is_a_no_op(native):
     assert "lazy: on" not in r.stderr, r.stderr
 
 
+@pytest.mark.skipif(any(pathlib.Path(p).exists() for p in ("/proc/driver/nvidia/gpus", "/dev/nvidiactl", "/dev/dxg")),
+                    reason="an NVIDIA GPU may be here")
+def test_lazy_on_cuda_without_a_gpu_is_a_no_op(native):
+    """SOL_BACKEND=cuda where CUDA could find no device (no NVIDIA driver): the calls run
+    elsewhere, and the lazy executor does not start (no allocation served, nothing guarded)."""
+    r = run([str(PROGRAMS / "lazy_torture"), str(N)], env={"SOL_BACKEND": "cuda", "SOL_LOG": "debug"})
+    assert r.returncode == 0, r.stderr
+    assert {line.split()[0]: line for line in r.stdout.splitlines()} == native
+    assert transfers(r.stderr) is None
+    assert "lazy: on" not in r.stderr, r.stderr
+
+
 NUMPY = r"""
 import hashlib, sys
 import numpy as np
