@@ -150,6 +150,9 @@ class Resident : public capture::lazy::Holder {
   void drop(uintptr_t b, uintptr_t e, bool discard) noexcept override;
   void forget() noexcept override;
 
+  // Whether bind() would leave `o` on the device without a transfer or keep it there: nullptr;
+  // else why not ("too small to guard", "host and device take turns on its block"...).
+  const char* comes_back(const Operand& o) noexcept;
   // Under the lock: makes the host's [p, p + n) current for reading (flush) or for writing
   // (flush, and drop the copies of the blocks there, so that their pages open).
   void host_ready(const void* p, size_t n, bool writes) noexcept;

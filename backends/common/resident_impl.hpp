@@ -146,6 +146,16 @@ hal::Reason Resident<Operand>::bind(Operand& o, size_t es) {
 }
 
 template <class Operand>
+const char* Resident<Operand>::comes_back(const Operand& o) noexcept {
+  if (find(o)) return nullptr;
+  if (o.ext.bytes < capture::lazy::min_bytes()) return "too small to guard";
+  uintptr_t bb, be;
+  const char* why = nullptr;
+  if (!capture::lazy::block_of(o.ext.ptr, o.ext.bytes, bb, be, why) || taking_turns(bb, why)) return why;
+  return nullptr;
+}
+
+template <class Operand>
 typename Resident<Operand>::Copy* Resident<Operand>::adopt(const Operand& o, size_t es) noexcept {
   uintptr_t bb, be;
   const char* why = nullptr;

@@ -47,6 +47,7 @@ inline constexpr int kMaxJobOperands = 4;
 struct Operand : DeviceOperand {
   cl_mem buf = nullptr;
   bool kept = false;  // lazy: the result stays on the device (Resident), not downloaded
+  bool slot = false;  // lazy, in a node that waits: moved as eagerly, in the Job's slot buffer
 };
 
 // The operands of a valid column-major BLAS node (pointer, extent and access from
@@ -74,7 +75,9 @@ struct Local {
 // the Resident keeps: upload() copies only what the device does not have (synchronously, so that
 // the host may change its memory as soon as the call returns), download() fetches only what
 // cannot stay (scalar results, results in memory that cannot be guarded), and the destructor does
-// not wait: the node is pending until a flush.
+// not wait: the node is pending until a flush. In a node that waits anyway (a result that cannot
+// stay), an operand the Resident neither holds nor could keep moves as eagerly: slot buffers,
+// asynchronous writes; the node waits for them in download().
 class Job {
  public:
   Job(Device& dev, const capture::Node& node);
@@ -158,6 +161,7 @@ class Job {
   int events_ = 0;
   Fetch fetches_[2] = {};
   int fetch_count_ = 0;
+  bool slots_ = false;  // lazily, some operand moved as eagerly (Operand::slot)
 };
 
 }  // namespace sol::backends::opencl
