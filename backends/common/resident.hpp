@@ -185,6 +185,8 @@ class Resident : public capture::lazy::Holder {
   void release(Copy& c) noexcept;
   // A copy leaves (dropped, not given back): counts towards its block's turns.
   void retire(const Copy& c) noexcept;
+  // nullptr when a copy of `o` can be kept (its served block in bb, be), else why not.
+  const char* unkeepable(const Operand& o, uintptr_t& bb, uintptr_t& be) const noexcept;
   // Whether the block at block_b runs its operands eagerly (with the reason).
   bool taking_turns(uintptr_t block_b, const char*& why) const noexcept;
   // Sets the protection of a block from the copies in it.

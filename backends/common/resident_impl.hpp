@@ -134,34 +134,33 @@ hal::Reason Resident<Operand>::bind(Operand& o, size_t es) {
   // one in keep(). A raw result that is not read holds nothing yet: it is kept in keep(), once
   // the node has written it (a node that leaves it unwritten must not leave a copy behind).
   uintptr_t bb, be;
-  const char* why = nullptr;
-  if (o.ext.bytes >= capture::lazy::min_bytes() && capture::lazy::block_of(o.ext.ptr, o.ext.bytes, bb, be, why) &&
-      !taking_turns(bb, why)) {
+  if (const char* why = unkeepable(o, bb, be); !why) {
     if (!raw || o.ext.read) adopt(o, es);
   } else if (o.ext.written) {
     host_ready(o.ext.ptr, o.ext.bytes, true);  // its result comes back at once: pages open
-    hal::transfers::note_eager(o.ext.bytes < capture::lazy::min_bytes() ? "too small to guard" : why);
+    hal::transfers::note_eager(why);
   }
   return hal::Reason::ok;
 }
 
 template <class Operand>
-const char* Resident<Operand>::comes_back(const Operand& o) noexcept {
-  if (find(o)) return nullptr;
+const char* Resident<Operand>::unkeepable(const Operand& o, uintptr_t& bb, uintptr_t& be) const noexcept {
   if (o.ext.bytes < capture::lazy::min_bytes()) return "too small to guard";
-  uintptr_t bb, be;
   const char* why = nullptr;
   if (!capture::lazy::block_of(o.ext.ptr, o.ext.bytes, bb, be, why) || taking_turns(bb, why)) return why;
   return nullptr;
 }
 
 template <class Operand>
+const char* Resident<Operand>::comes_back(const Operand& o) noexcept {
+  uintptr_t bb, be;
+  return find(o) ? nullptr : unkeepable(o, bb, be);
+}
+
+template <class Operand>
 typename Resident<Operand>::Copy* Resident<Operand>::adopt(const Operand& o, size_t es) noexcept {
   uintptr_t bb, be;
-  const char* why = nullptr;
-  if (o.ext.bytes < capture::lazy::min_bytes() || !capture::lazy::block_of(o.ext.ptr, o.ext.bytes, bb, be, why) ||
-      taking_turns(bb, why))
-    return nullptr;
+  if (unkeepable(o, bb, be)) return nullptr;
   try {
     Copy c;
     c.op = o;
