@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """What lazy execution saves on a device backend, eager (SOL_LAZY=0) against lazy, in one run
 (usage: lazy_transfers.py BUILD_DIR [--backend opencl] [--n 2048] [--steps 200] [--rounds 3]
-[--only chain,iteration,no-reuse] [--quick]).
+[--only chain,iteration,no-reuse,lapack] [--quick]).
 
-Three NumPy workloads, each run alternately eager and lazy (best of --rounds each):
+Three NumPy workloads and a LAPACK factorization, each run alternately eager and lazy (best of
+--rounds each):
 
   chain      D = A @ B @ C @ ...: lazily each input goes to the device once and the result
              comes back once; eager moves every operand of every GEMM both ways.
@@ -11,6 +12,11 @@ Three NumPy workloads, each run alternately eager and lazy (best of --rounds eac
              each step; eager moves A every step (target: >= 100x fewer bytes to the device).
   no-reuse   independent GEMMs whose results the host reads at once: nothing can be saved, so
              lazy must cost no more than eager (target: <= 5 % slower).
+  lapack     the reference LAPACK's dpotrf of an n x n matrix (bench/lapack.c, Debian's
+             liblapack3): every BLAS call a different block of the matrix, the host's work in
+             between, so copies go unused and the matrix runs eagerly after a few (the Resident's
+             turns); lazy must cost no more than eager (target: <= 5 % slower). Skipped without
+             bench_lapack or the reference LAPACK.
 
 Prints bytes to the device and back (the `sol: transfers:` line), wall time and CPU time (pocl
 computes on the CPU: on a shared machine CPU time is the steadier figure), with ratios."""
@@ -74,13 +80,34 @@ print(s)
 }
 
 
+REFERENCE_LAPACK = "/usr/lib/x86_64-linux-gnu/lapack"
+BENCH_LAPACK = os.path.join(BUILD, "bench", "bench_lapack")
+PROGRAMS["lapack"] = None  # a C program: command() and result()
+
+
+def command(name):
+    if name == "lapack":
+        return [BENCH_LAPACK, "potrf", str(N)]
+    return ["/usr/bin/python3", "-c", PROGRAMS[name] % {"n": N, "steps": STEPS}]
+
+
+def result(name, stdout):
+    """What must be the same eagerly and lazily: the output, or the factors' checksum (the
+    program's line also carries its time)."""
+    if name == "lapack":
+        m = re.search(r" checksum=(\S+)", stdout)
+        return m.group(1) if m else stdout
+    return stdout
+
+
 def once(name, lazy):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SOL_") and k != "LD_PRELOAD"}
     env.update(LD_PRELOAD=os.path.join(BUILD, "libsol.so"), SOL_BACKEND=BACKEND, SOL_LAZY=lazy, SOL_LOG="info")
-    code = PROGRAMS[name] % {"n": N, "steps": STEPS}
+    if name == "lapack":
+        env["LD_LIBRARY_PATH"] = REFERENCE_LAPACK
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    r = subprocess.run(["/usr/bin/python3", "-c", code], env=env, capture_output=True, text=True)
+    r = subprocess.run(command(name), env=env, capture_output=True, text=True)
     dt = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -89,7 +116,7 @@ def once(name, lazy):
     m = TRANSFERS.search(r.stderr)
     if not m:
         sys.exit("%s (SOL_LAZY=%s): no transfers line (did the device run it?)\n%s" % (name, lazy, r.stderr))
-    return r.stdout, tuple(int(g) for g in m.groups()), dt, cpu
+    return result(name, r.stdout), tuple(int(g) for g in m.groups()), dt, cpu
 
 
 def main():
@@ -98,6 +125,10 @@ def main():
                                                  "time s", "cpu s"))
     for name in PROGRAMS:
         if ONLY and name not in ONLY.split(","):
+            continue
+        if name == "lapack" and not (os.path.exists(BENCH_LAPACK) and
+                                     os.path.exists(os.path.join(REFERENCE_LAPACK, "liblapack.so.3"))):
+            print("%-10s skipped: no %s or reference LAPACK (liblapack3)" % (name, BENCH_LAPACK))
             continue
         best = {}
         for _ in range(ROUNDS):
