@@ -1,13 +1,14 @@
 #!/bin/bash
-# The cuda backend on a GPU machine, in under two and a half minutes: `sol backends` lists it
+# The cuda backend on a GPU machine, in about three minutes: `sol backends` lists it
 # available, a C GEMM chain gives native's results on it (also across fork, where the child falls
 # back) with its transfers counted, the 24 reference BLAS test programs pass on SOL_BACKEND=cuda
 # exactly as they pass without libsol, a small oneDNN CNN (tests/programs/dnnl_cnn.c, forward and
 # backward) gives native oneDNN's results with its primitives on cuDNN, and the DNN conformance
 # suite's cuda cases pass; all of these eagerly (SOL_LAZY=0). Then the lazy path (the default:
 # device copies kept between nodes, results written back when the host needs them): the GEMM chain
-# gives the eager run's sums with fewer flushes than nodes, the CNN native oneDNN's results, and the
-# 24 BLAS test programs pass as without libsol. Prints one
+# gives the eager run's sums with fewer flushes than nodes, the CNN native oneDNN's results, the
+# 24 BLAS test programs pass as without libsol, and every case of the lazy torture program gives
+# the native run's output, eagerly and lazily. Prints one
 # PASS/FAIL/SKIP line per check and a summary; exits 1 when a check failed, 0 otherwise (no GPU:
 # SKIP, 0).
 #
@@ -280,4 +281,41 @@ for name in $programs; do
     report PASS "$name lazily on cuda: $(wc -l < "$dir/lazy/passed.txt") PASSED lines as without libsol; $transfers"
   fi
 done
+
+# 7. The lazy torture program (tests/programs/lazy_torture.c): every way a program can touch
+# pending results (reads and writes, system calls, its own allocator, signal handlers, threads,
+# fork, mappings, interrupted calls, exit), each case eagerly and lazily on cuda, its line exactly
+# the native run's; lazily, the cases that let results wait need fewer flushes than nodes.
+torture=$build/tests/programs/lazy_torture
+if [ -x "$torture" ]; then
+  timeout 60 "$torture" 256 > "$out/torture.native.txt" 2>&1
+  cases="chain inputs shared syscalls allocator signals threads fork mapped interrupts exit"
+  for c in $cases; do
+    for lazy in 0 1; do
+      SOL_BACKEND=cuda SOL_LAZY=$lazy SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 60 "$torture" 256 "$c" \
+        > "$out/torture.$c.$lazy.txt" 2> "$out/torture.$c.$lazy.log" &
+      while [ "$(jobs -rp | wc -l)" -ge 4 ]; do wait -n; done
+    done
+  done
+  wait
+  for c in $cases; do
+    want=$(grep "^$c " "$out/torture.native.txt")
+    eager=$(tail -1 "$out/torture.$c.0.txt")
+    lazy=$(tail -1 "$out/torture.$c.1.txt")
+    transfers=$(grep -m1 'sol: transfers:' "$out/torture.$c.1.log")
+    nodes=$(echo "$transfers" | sed -n 's/.*transfers: \([0-9]*\) nodes.*/\1/p')
+    flushes=$(echo "$transfers" | sed -n 's/.* \([0-9]*\) flushes.*/\1/p')
+    if [ -z "$want" ] || [ "$eager" != "$want" ] || [ "$lazy" != "$want" ]; then
+      report FAIL "lazy_torture $c: eager [$eager], lazy [$lazy], native [$want] (see torture.$c.*)"
+    elif [ -z "$nodes" ] || [ "$nodes" -eq 0 ]; then
+      report FAIL "lazy_torture $c: no node ran on the device lazily (${transfers:-no transfers line})"
+    elif case $c in chain|inputs|signals|exit|allocator|interrupts) [ "$flushes" -ge "$nodes" ] ;; *) false ;; esac; then
+      report FAIL "lazy_torture $c: nothing waited lazily ($transfers)"
+    else
+      report PASS "lazy_torture $c: eager and lazy as native; lazily $transfers"
+    fi
+  done
+else
+  report FAIL "missing $torture"
+fi
 finish

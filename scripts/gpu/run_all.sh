@@ -25,8 +25,8 @@ for p in ${PARTS:-cuda_backend lapack_bench cublas_trace cudnn_trace}; do
   case $p in
     cublas_trace) part cublas_trace 110 ;;
     cudnn_trace) part cudnn_trace 80 ;;
-    cuda_backend) part cuda_backend 190 ;;
-    lapack_bench) LAPACK_BUDGET_S=${LAPACK_BUDGET_S:-190} part lapack_bench 200 ;;
+    cuda_backend) part cuda_backend 240 ;;
+    lapack_bench) LAPACK_BUDGET_S=${LAPACK_BUDGET_S:-140} part lapack_bench 150 ;;
     *) echo "run_all: unknown part $p" ;;
   esac
 done
