@@ -20,17 +20,10 @@ hal::Reason ClResidentDevice::make(Operand& o, size_t es) {
     // A block of a larger matrix (a LAPACK update's): one pass over its data, as eagerly, rather
     // than a packed host image first. Blocking: the host's data is consumed before it returns.
     o.buf = cl.clCreateBuffer(dev_.context(), CL_MEM_READ_WRITE, o.device_bytes, nullptr, &err);
-    if (err == CL_SUCCESS) {
-      const size_t origin[3] = {0, 0, 0};
-      const size_t region[3] = {static_cast<size_t>(o.rows) * es, static_cast<size_t>(o.cols), 1};
-      err = cl.clEnqueueWriteBufferRect(dev_.queue(), o.buf, CL_TRUE, origin, origin, region, o.dld * es, 0,
-                                        o.ld * es, 0, o.ext.ptr, 0, nullptr, nullptr);
-      if (err != CL_SUCCESS) {
-        cl.clReleaseMemObject(o.buf);
-        o.buf = nullptr;
-      }
+    if (err == CL_SUCCESS && (err = write_packed(cl, dev_.queue(), o.buf, o, es, CL_TRUE, nullptr)) != CL_SUCCESS) {
+      cl.clReleaseMemObject(o.buf);
+      o.buf = nullptr;
     }
-    if (err == CL_SUCCESS) hal::transfers::to_device(o.device_bytes);
   } else if (o.ext.read) {
     std::vector<unsigned char> stage;
     const void* image = device_image(o, stage, es);

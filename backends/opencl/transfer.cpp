@@ -69,20 +69,23 @@ size_t Job::ld(char name) const noexcept {
   return o ? static_cast<size_t>(std::max<int64_t>(o->dld, 1)) : 1;
 }
 
+cl_int write_packed(const ClApi& cl, cl_command_queue queue, cl_mem buf, const Operand& o, size_t es, cl_bool blocking,
+                    cl_event* ev) noexcept {
+  const size_t origin[3] = {0, 0, 0};
+  const size_t region[3] = {static_cast<size_t>(o.rows) * es, static_cast<size_t>(o.cols), 1};
+  const cl_int err = cl.clEnqueueWriteBufferRect(queue, buf, blocking, origin, origin, region, o.dld * es, 0, o.ld * es,
+                                                 0, o.ext.ptr, 0, nullptr, ev);
+  if (err == CL_SUCCESS) hal::transfers::to_device(region[0] * region[1]);
+  return err;
+}
+
 // Enqueues the copy of a read operand to the device: the caller's memory itself where the layouts
 // agree (a rectangle copy packs a general matrix with ld > rows), else a host copy in staging
 // slot `slot` (gathered vector, sanitised triangle, band or packed matrix).
 cl_int Job::write(int slot, Operand& o, cl_event* ev) {
   const auto* host = static_cast<const unsigned char*>(o.ext.ptr);
   const void* src = host;
-  if (o.shape == Shape::general && o.ld != o.dld) {
-    const size_t origin[3] = {0, 0, 0};
-    const size_t region[3] = {static_cast<size_t>(o.rows) * es_, static_cast<size_t>(o.cols), 1};
-    const cl_int err = cl_.clEnqueueWriteBufferRect(queue_, o.buf, CL_FALSE, origin, origin, region, o.dld * es_, 0,
-                                                    o.ld * es_, 0, host, 0, nullptr, ev);
-    if (err == CL_SUCCESS) hal::transfers::to_device(region[0] * region[1]);
-    return err;
-  }
+  if (o.shape == Shape::general && o.ld != o.dld) return write_packed(cl_, queue_, o.buf, o, es_, CL_FALSE, ev);
   if (o.shape == Shape::vector && o.inc != 1) {
     auto* stage = static_cast<unsigned char*>(dev_.staging(slot, o.device_bytes));
     gather(stage, host, o.n, o.inc, es_);

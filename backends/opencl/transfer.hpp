@@ -50,6 +50,12 @@ struct Operand : DeviceOperand {
   bool slot = false;  // lazy, in a node that waits: moved as eagerly, in the Job's slot buffer
 };
 
+// Enqueues the rectangle copy that packs a general matrix whose leading dimension exceeds its
+// rows (o.ld > o.dld) from the caller's memory into `buf`, counted as bytes to the device.
+// `blocking`: the caller's memory has been read when it returns.
+cl_int write_packed(const ClApi& cl, cl_command_queue queue, cl_mem buf, const Operand& o, size_t es, cl_bool blocking,
+                    cl_event* ev) noexcept;
+
 // The operands of a valid column-major BLAS node (pointer, extent and access from
 // capture::blas::operands, plus shape and device layout). Returns how many.
 int describe(const capture::Node& node, Operand out[kMaxJobOperands]);
