@@ -88,12 +88,17 @@ class CudaMemory final : public hal::DeviceMemory {
   std::mutex& mutex_;
 };
 
+// CUDA_VISIBLE_DEVICES hides every GPU (empty, or -1).
+bool gpus_hidden() noexcept {
+  const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+  return v && (!*v || std::strcmp(v, "-1") == 0);
+}
+
 // Whether an NVIDIA GPU may be here, without loading CUDA (auto asks every process that calls
 // BLAS): the kernel driver lists its GPUs under /proc/driver/nvidia/gpus. None there, or
 // CUDA_VISIBLE_DEVICES hiding them all: no. Some: yes; the device's costs decide the rest.
 hal::Backend::Hint gpu_inventory() noexcept {
-  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v && (!*v || std::strcmp(v, "-1") == 0))
-    return hal::Backend::Hint::no;
+  if (gpus_hidden()) return hal::Backend::Hint::no;
   DIR* d = ::opendir("/proc/driver/nvidia/gpus");
   if (!d) return hal::Backend::Hint::no;
   bool any = false;
@@ -107,9 +112,8 @@ hal::Backend::Hint gpu_inventory() noexcept {
 // node the driver's library opens (/dev/nvidiactl; /dev/dxg under WSL, which has no /proc entry),
 // unless CUDA_VISIBLE_DEVICES hides every GPU. Nothing is loaded to find out.
 bool may_have_gpu() noexcept {
-  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v && (!*v || std::strcmp(v, "-1") == 0)) return false;
-  return gpu_inventory() == hal::Backend::Hint::yes || ::access("/dev/nvidiactl", F_OK) == 0 ||
-         ::access("/dev/dxg", F_OK) == 0;
+  return gpu_inventory() == hal::Backend::Hint::yes ||
+         (!gpus_hidden() && (::access("/dev/nvidiactl", F_OK) == 0 || ::access("/dev/dxg", F_OK) == 0));
 }
 
 class CudaBackend final : public hal::Backend {
