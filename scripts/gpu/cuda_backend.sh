@@ -40,13 +40,22 @@ report() {  # report PASS|FAIL|SKIP text
   echo "$1: $2" | tee -a "$out/summary.txt"
   case $1 in PASS) passes=$((passes + 1)) ;; FAIL) fails=$((fails + 1)) ;; esac
 }
-# Whether a "sol: transfers: N nodes, F flushes, ..." line says nodes ran on the device, each a
-# flush of its own: cuda runs eagerly, and counts one flush per node it ran.
-ran_eagerly() {
-  local nodes flushes
+# N and F of a "sol: transfers: N nodes, F flushes, ..." line, into $nodes and $flushes (empty
+# without such a line).
+counts() {
   nodes=$(echo "$1" | sed -n 's/.*transfers: \([0-9]*\) nodes.*/\1/p')
   flushes=$(echo "$1" | sed -n 's/.* \([0-9]*\) flushes.*/\1/p')
+}
+# Whether such a line says nodes ran on the device, each a flush of its own (eager execution
+# counts one flush per node it ran).
+ran_eagerly() {
+  local nodes flushes
+  counts "$1"
   [ -n "$nodes" ] && [ "$nodes" -gt 0 ] && [ "$flushes" = "$nodes" ]
+}
+# Waits while four jobs run: each program opens its own CUDA context; the GPU serves them together.
+throttle() {
+  while [ "$(jobs -rp | wc -l)" -ge 4 ]; do wait -n; done
 }
 finish() {
   report INFO "cuda_backend: $passes passed, $fails failed in $((SECONDS - start)) s (logs in $out)"
@@ -166,10 +175,9 @@ check_program() {
     report PASS "$name on cuda: $(wc -l < "$dir/sol/passed.txt") PASSED lines as without libsol; $transfers"
   fi
 }
-# Four programs at a time: each opens its own CUDA context; the GPU serves them together.
 for name in $programs; do
   (run_program "$name" plain; run_program "$name" sol) &
-  while [ "$(jobs -rp | wc -l)" -ge 4 ]; do wait -n; done
+  throttle
 done
 wait
 for name in $programs; do check_program "$name"; done
@@ -234,8 +242,7 @@ lazy_gemms() {  # lazy_gemms NAME ARGS...: against step 2's eager run of NAME
   eager=$(sort "$out/$name.cuda.txt" | awk '/sum/ { print $3 }' | tr '\n' ' ')
   lazy=$(sort "$out/$name.lazy.txt" | awk '/sum/ { print $3 }' | tr '\n' ' ')
   transfers=$(grep -m1 'sol: transfers:' "$out/$name.lazy.log")
-  nodes=$(echo "$transfers" | sed -n 's/.*transfers: \([0-9]*\) nodes.*/\1/p')
-  flushes=$(echo "$transfers" | sed -n 's/.* \([0-9]*\) flushes.*/\1/p')
+  counts "$transfers"
   if [ -z "$lazy" ] || [ "$lazy" != "$eager" ]; then
     report FAIL "$name lazily: sums [$lazy] vs eager [$eager] (see $name.lazy.log)"
   elif [ -z "$nodes" ] || [ "$nodes" -eq 0 ] || [ -z "$flushes" ] || [ "$flushes" -ge "$nodes" ]; then
@@ -261,7 +268,7 @@ fi
 # The reference BLAS test programs, lazily: their PASSED lines as without libsol (step 3's runs).
 for name in $programs; do
   run_program "$name" lazy &
-  while [ "$(jobs -rp | wc -l)" -ge 4 ]; do wait -n; done
+  throttle
 done
 wait
 for name in $programs; do
@@ -294,7 +301,7 @@ if [ -x "$torture" ]; then
     for lazy in 0 1; do
       SOL_BACKEND=cuda SOL_LAZY=$lazy SOL_LOG=info LD_PRELOAD="$build/libsol.so" timeout 60 "$torture" 256 "$c" \
         > "$out/torture.$c.$lazy.txt" 2> "$out/torture.$c.$lazy.log" &
-      while [ "$(jobs -rp | wc -l)" -ge 4 ]; do wait -n; done
+      throttle
     done
   done
   wait
@@ -303,8 +310,7 @@ if [ -x "$torture" ]; then
     eager=$(tail -1 "$out/torture.$c.0.txt")
     lazy=$(tail -1 "$out/torture.$c.1.txt")
     transfers=$(grep -m1 'sol: transfers:' "$out/torture.$c.1.log")
-    nodes=$(echo "$transfers" | sed -n 's/.*transfers: \([0-9]*\) nodes.*/\1/p')
-    flushes=$(echo "$transfers" | sed -n 's/.* \([0-9]*\) flushes.*/\1/p')
+    counts "$transfers"
     if [ -z "$want" ] || [ "$eager" != "$want" ] || [ "$lazy" != "$want" ]; then
       report FAIL "lazy_torture $c: eager [$eager], lazy [$lazy], native [$want] (see torture.$c.*)"
     elif [ -z "$nodes" ] || [ "$nodes" -eq 0 ]; then
