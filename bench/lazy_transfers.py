@@ -82,7 +82,7 @@ print(s)
 
 REFERENCE_LAPACK = "/usr/lib/x86_64-linux-gnu/lapack"
 BENCH_LAPACK = os.path.join(BUILD, "bench", "bench_lapack")
-PROGRAMS["lapack"] = None  # a C program: command() and result()
+WORKLOADS = list(PROGRAMS) + ["lapack"]  # the last a C program: command() and result()
 
 
 def command(name):
@@ -123,7 +123,7 @@ def main():
     print("lazy vs eager on %s, n = %d, %d iteration steps, best of %d (alternating)" % (BACKEND, N, STEPS, ROUNDS))
     print("%-10s %-6s %6s %8s %14s %14s %9s %9s" % ("workload", "mode", "nodes", "flushes", "bytes up", "bytes back",
                                                  "time s", "cpu s"))
-    for name in PROGRAMS:
+    for name in WORKLOADS:
         if ONLY and name not in ONLY.split(","):
             continue
         if name == "lapack" and not (os.path.exists(BENCH_LAPACK) and
