@@ -450,6 +450,10 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     const bool outclassed = !left_out.empty();
     if (outclassed) candidates.erase(candidates.begin());  // native is first
     const bool native_in = own && !outclassed;  // native is measured, on the call itself
+    // A backend still setting up would be timed on its set-up, and slow the others (native's call
+    // too: beside a busy core, or on its own set-up when it is that backend's library, as the
+    // program's dnnl_sgemm is oneDNN's).
+    warm_up::settle();
     double native_seconds = -1;
     if (native_in) {
       const uint64_t t0 = monotonic_ns();
@@ -460,7 +464,6 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     }
     hal::profile::Row row;
     row.key = key;
-    warm_up::settle();  // a backend still setting up would be timed on its set-up, and slow the others
     const uint64_t measuring_from = monotonic_ns();
     const char* made_call = nullptr;
     const bool measured =
