@@ -17,6 +17,7 @@ const char* native_kind_name(NativeKind k) noexcept {
     case NativeKind::openblas: return "OpenBLAS";
     case NativeKind::mkl: return "MKL";
     case NativeKind::blis: return "BLIS";
+    case NativeKind::onednn: return "oneDNN";
   }
   return "?";
 }

@@ -21,11 +21,11 @@ struct RouteRule;
 namespace sol::hal {
 
 // What the program's own library for a symbol is, as far as routing cares.
-enum class NativeKind : uint8_t { missing, other, openblas, mkl, blis };
+enum class NativeKind : uint8_t { missing, other, openblas, mkl, blis, onednn };
 const char* native_kind_name(NativeKind k) noexcept;
 // Libraries that are as fast as SOL's CPU backends: auto leaves work with them.
 inline bool optimized(NativeKind k) noexcept {
-  return k == NativeKind::openblas || k == NativeKind::mkl || k == NativeKind::blis;
+  return k == NativeKind::openblas || k == NativeKind::mkl || k == NativeKind::blis || k == NativeKind::onednn;
 }
 
 struct Candidate {

@@ -92,6 +92,12 @@ class OneDnn final : public hal::Backend {
 
   bool compiles_kernels() const noexcept override { return true; }
 
+  // A program's dnnl_sgemm call run here on dnnl_sgemm is the program's own code (the matmul path
+  // is not): auto measures it once, as native.
+  bool runs_native_code(capture::Sym /*routine*/, const void* native_fn) const noexcept override {
+    return !matmul_ && native_fn && native_fn == reinterpret_cast<const void*>(api_.sgemm);
+  }
+
   // For DNN nodes oneDNN is the program's own library: asked for one, the router runs it natively.
   bool dnn_is_native() const noexcept override { return true; }
 

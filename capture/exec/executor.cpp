@@ -158,6 +158,8 @@ hal::NativeKind classify(const void* native) noexcept {
     kind = hal::NativeKind::mkl;
   else if (dlsym(lib, "bli_info_get_version_str"))
     kind = hal::NativeKind::blis;
+  else if (dlsym(lib, "dnnl_version"))  // its dnnl_sgemm: an optimized GEMM
+    kind = hal::NativeKind::onednn;
   dlclose(lib);
   return kind;
 }
@@ -364,6 +366,19 @@ struct CallOn {
   }
 };
 
+// oneDNN's dnnl_sgemm (row-major), given by pointer, on a valid column-major SGEMM node: column-major
+// C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T, the operands swapped (as the onednn backend
+// calls it). A real matrix's conjugate transpose is its transpose; dnnl_sgemm takes N and T.
+void call_dnnl_sgemm(void* fn, Node& cm) noexcept {
+  using Sgemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
+                        int64_t, float, float*, int64_t);
+  const BlasArgs& b = cm.blas;
+  const auto t = [](char c) { return c == 'N' || c == 'n' ? 'N' : 'T'; };
+  reinterpret_cast<Sgemm>(fn)(t(b.transb), t(b.transa), b.n, b.m, b.k, static_cast<float>(b.alpha.re),
+                              static_cast<const float*>(b.b), b.ldb, static_cast<const float*>(b.a), b.lda,
+                              static_cast<float>(b.beta.re), static_cast<float*>(b.c), b.ldc);
+}
+
 // What auto measured fastest for this node's shape class ("native" or a backend's name), measuring
 // it now if nobody has: nullptr when nothing is known (the router's built-in order decides).
 // Measuring runs the call itself natively first, timed, as native's sample; with native left out,
@@ -400,12 +415,16 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
   if (!prof.claim(native, key)) return nullptr;  // another thread measures it right now
   try {
     // The program's own routine (the Fortran one: a CBLAS call's column-major equivalent is what
-    // every candidate computes), then each backend.
+    // every candidate computes; for dnnl_sgemm, oneDNN's own, on the same equivalent), then each
+    // backend.
     const Sym routine = blas::fortran_routine(node.op, node.dtype, node.blas.real_alpha);
-    void* own = node.native && routine != blas::kNoRoutine ? native_routine(routine) : nullptr;
+    const bool row_major_own = node.api == Api::dnnl;
+    void* own = !node.native || routine == blas::kNoRoutine ? nullptr
+                : row_major_own                             ? const_cast<void*>(node.native)
+                                                            : native_routine(routine);
     auto run_native = [&](Node& cm) noexcept {
       const uint64_t t0 = monotonic_ns();
-      blas::call_fortran(routine, own, cm);
+      row_major_own ? call_dnnl_sgemm(own, cm) : blas::call_fortran(routine, own, cm);
       measure::native_slowed_if_asked(t0);
       return hal::Reason::ok;
     };
@@ -767,13 +786,12 @@ const char* execute(Node& node, NativeFn program_native) noexcept {
     return "native";
   }
   // Measured routing: only valid calls are measured (an invalid one goes where the built-in order
-  // says, and is reported as it would be there); calls through oneDNN's dnnl_sgemm have no
-  // Fortran native to time against.
+  // says, and is reported as it would be there).
   blas::ArgError err;
   bool checked = false;
   const char* measured = nullptr;
   Trial* trial = nullptr;
-  if (ex->measured && node.api != Api::dnnl && flops >= hal::Router::kMeasureFlops &&
+  if (ex->measured && flops >= hal::Router::kMeasureFlops &&
       ex->router.automatic(node, flops)) {
     const char* ran_on = nullptr;
     measured = measured_choice(*ex, node, flops, native, ran_on, err, checked, trial);

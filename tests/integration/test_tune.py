@@ -158,6 +158,34 @@ def test_a_slow_backend_is_avoided(cache, slow, n):
     undisturbed(cache, judge, "auto chose the slow " + slow, "measured_calls", n, SOL_TEST_SLOW=slow, **env)
 
 
+def test_the_programs_dnnl_sgemm_is_measured_against_the_blas_backends(cache):
+    """A program's own dnnl_sgemm (oneDNN's GEMM, row-major) is measured as a Fortran SGEMM is: the
+    program's oneDNN as native against the BLAS backends, instead of assuming, as auto once did,
+    that a library other than OpenBLAS, MKL or BLIS is slow (every such call went to openblas,
+    which runs a 128^3 SGEMM at 150 GFLOP/s where oneDNN runs it at 215). With openblas made ten
+    times slower, the class stays on the program's oneDNN, whose results it keeps bit for bit."""
+    if not (PROGRAMS / "repeated_dnnl_sgemm").exists():
+        pytest.skip("built without oneDNN's headers")
+
+    def judge(r):
+        [((cls, symbol), (rates, choice))] = measured(r.stderr).items()
+        assert symbol == "dnnl_sgemm" and "row-major" in cls, r.stderr
+        assert {"native", "openblas"} <= rates.keys(), r.stderr
+        return choice == "native"
+
+    r, _ = undisturbed(cache, judge, "auto left the program's oneDNN for a slow openblas", "repeated_dnnl_sgemm",
+                       128, 0.6, SOL_TEST_SLOW="openblas")
+    [path] = profiles(cache)
+    [row] = rows(path)
+    assert row[5] == "native" and "libdnnl" in open(path).read(), row
+    plain = run([str(PROGRAMS / "repeated_dnnl_sgemm"), "128", "0"], preload=False, env=ONE_THREAD)
+    assert r.stdout.split(" after")[0] == plain.stdout.split(" after")[0]
+    # Measurement off: oneDNN's GEMM is an optimized library's, and stays where the program sent it.
+    off = auto(cache, "repeated_dnnl_sgemm", 128, 0.1, SOL_TUNE="0", XDG_CACHE_HOME=os.path.join(cache, "off"))
+    calls = re.search(r"^sol: (\d+) calls: (\d+) native$", off.stderr, re.M)
+    assert off.returncode == 0 and calls and calls.group(1) == calls.group(2), off.stderr
+
+
 def test_a_backend_that_slows_the_programs_next_call_is_charged_for_it_in_a_mixed_program(cache):
     """A short call routed away from the program's library, in a program that also calls its
     library, is followed by the program's own calls: a candidate whose threads keep the cores
