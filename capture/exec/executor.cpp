@@ -54,8 +54,11 @@ struct Trial {
   double best_gflops = 0;
   int calls = 0;
   int settled_calls = 0;  // from kQuietNs into its turn on, or since the incumbent ran other classes
-  // Then the incumbent's turn, a few calls (kIncumbentTurnNs), so that both are judged in use: its
-  // measurement may have run beside the candidate's threads as much as the reverse.
+  // Then the incumbent's turn, so that both are judged in use: its measurement may have run beside
+  // the candidate's threads as much as the reverse. It ends once the incumbent has won (its figure
+  // only rises) after at least 3 calls, else after kQuietNs: a candidate whose workers spin
+  // (OpenBLAS, tried against the program's dnnl_sgemm) slows oneDNN's team to a third of its
+  // speed or less until then.
   bool incumbent_turn = false;
   uint64_t incumbent_until_ns = 0;
   int incumbent_calls = 0;
@@ -68,7 +71,6 @@ struct Trial {
 // candidate's own steady state in this program.
 constexpr uint64_t kTrialNs = 300'000'000;
 constexpr uint64_t kQuietNs = 150'000'000;  // past OpenBLAS's spin after the incumbent's last call
-constexpr uint64_t kIncumbentTurnNs = 20'000'000;
 
 struct Executor {
   config::Config cfg;
@@ -575,12 +577,13 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent) noe
     if (gflops >= 0 && !lost && (t.calls < 3 || now < t.until_ns)) return;
     if (gflops >= 0 && !lost) {
       t.incumbent_turn = true;
-      t.incumbent_until_ns = now + kIncumbentTurnNs;
+      t.incumbent_until_ns = now + kQuietNs;
       return;
     }
   } else {
     if (gflops > t.incumbent_gflops) t.incumbent_gflops = gflops;
-    if (++t.incumbent_calls < 3 || now < t.incumbent_until_ns) return;
+    const bool won = 1.03 * t.incumbent_gflops >= t.best_gflops;
+    if (++t.incumbent_calls < 3 || (!won && now < t.incumbent_until_ns)) return;
   }
   t.done = true;
   bool open = false;

@@ -301,7 +301,7 @@ def test_a_candidate_measured_beside_natives_threads_is_tried_in_use(cache):
 def test_a_slow_candidate_loses_its_trial_early(cache):
     """Ten times slower in use too: once native's threads have gone quiet (0.15 s into its turn),
     its best call is still far behind native's measured call, so the trial ends there, without
-    native's turn (0.3 s and 20 ms otherwise); the class's later calls run natively."""
+    native's turn (0.3 s and then native's otherwise); the class's later calls run natively."""
     r = auto(cache, "repeated_gemm", 128, 1.5, SOL_TEST_SLOW="onednn")
     assert r.returncode == 0, r.stderr
     [(candidate, _, in_use, native, choice)] = trials(r.stderr)
