@@ -93,6 +93,13 @@ std::vector<Call> gemm_calls() {
   out.push_back(gemm('N', 'N', 4, 0, 3, 0, Scalar(0.7), Scalar(1.3)));
   out.push_back(gemm('N', 'N', 40, 30, 20, 0, Scalar(-1.5), Scalar(0.0)));
   out.push_back(gemm('T', 'C', 300, 200, 260, 3, Scalar(0.7), Scalar(1.3)));
+  // beta == 0 on oneDNN's other kernel paths (C is all NaN: none may survive): GEMV-shaped
+  // problems, the MLP's skinny ones, and large ones that pack and thread.
+  const Size paths[] = {{1, 300, 200, 0}, {300, 1, 200, 1}, {1024, 10, 256, 0}, {10, 256, 1024, 0},
+                        {300, 200, 260, 3}, {512, 512, 512, 0}};
+  for (char ta : {'N', 'T'})
+    for (char tb : {'N', 'T'})
+      for (const Size& s : paths) out.push_back(gemm(ta, tb, s.m, s.n, s.k, s.pad, Scalar(0.7), Scalar(0.0)));
   return out;
 }
 
