@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""auto against every candidate it chooses from: GEMM sweep, square sizes 8..4096 (each octave and
-its midpoint, so that a class's choice is seen to hold across its sizes), NN/TN/NT, f32 and f64.
+"""auto against every candidate it chooses from: GEMM sweep, square sizes 8..4096 (each size class's
+lower end, an octave or its 1.5x point, and a size inside the class, so that a class's choice is seen
+to hold across its sizes: 256 and 320 share one, 384 and 448 another), NN/TN/NT, f32 and f64.
 
     auto_sweep.py BUILD_DIR [--quick] [--prescott]
 
@@ -24,7 +25,9 @@ PRESCOTT = "--prescott" in sys.argv
 LIBSOL = os.path.join(BUILD, "libsol.so")
 GEMM = os.path.join(BUILD, "bench", "bench_gemm")
 OCTAVES = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
-SIZES = [8, 48, 256, 384, 1024] if QUICK else sorted(set(OCTAVES + [o + o // 2 for o in OCTAVES[:-1]]))
+# Per octave o: o and o * 1.25 (class [o, 1.5 o)), o * 1.5 and o * 1.75 (class [1.5 o, 2 o)).
+SIZES = [8, 48, 256, 320, 384, 1024] if QUICK else \
+    sorted(set(OCTAVES + [o * f // 4 for o in OCTAVES[:-1] if o >= 16 for f in (5, 6, 7)]))
 TRANS = ["NN", "TN"] if QUICK else ["NN", "TN", "NT"]
 CACHE = tempfile.mkdtemp(prefix="sol-bench-cache-")
 # Processes per variant and size, best kept: two processes running the very same code differ by
@@ -62,7 +65,7 @@ def openblas_core():
 
 
 def choices():
-    """{(routine, transposes, octave): auto's choice} from the profile the auto runs wrote."""
+    """{(routine, transposes, class floor): auto's choice} from the profile the auto runs wrote."""
     import json
     out = subprocess.run([os.path.join(BUILD, "sol"), "tune", "--show", "--format", "json"], env=env("auto"),
                          capture_output=True, text=True).stdout
@@ -74,11 +77,12 @@ def choices():
     return got
 
 
-def octave(n):
+def class_floor(n):
+    """The lower end of n's size class (hal/profile.hpp): 300 -> 256, 400 -> 384."""
     o = 1
     while o * 2 <= min(n, 4096):
         o *= 2
-    return o
+    return o + o // 2 if o > 1 and n >= o + o // 2 else o
 
 
 def main():
@@ -102,7 +106,7 @@ def main():
                 fastest = min(best[v] for v in variants if v != "auto")
                 vs_fastest, vs_native = fastest / best["auto"], best["native"] / best["auto"]
                 worst_fastest, worst_native = min(worst_fastest, vs_fastest), min(worst_native, vs_native)
-                choice = choices().get((dtype + "gemm", trans, octave(n)), "?")
+                choice = choices().get((dtype + "gemm", trans, class_floor(n)), "?")
                 print("%6d" % n + "".join("%11.2f" % (2.0 * n ** 3 / best[v] * 1e-9) for v in variants) +
                       "%10.3f%10.3f  %s" % (vs_fastest, vs_native, choice))
     print("\nauto / fastest candidate, worst size: %.3f (target >= 0.95): %s" %

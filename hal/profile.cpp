@@ -9,6 +9,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -27,7 +28,7 @@ constexpr const char* kMagic = "sol-profile 1";
 
 // ---------------------------------------------------------------------------- class keys
 // Bits: op 0-7, dtype 8-11, layout 12-13, transa 14-15, transb 16-17, uplo 18-19, side 20-21,
-// diag 22-23, real alpha 24, strided vectors 25, octaves of m, n, k 26-29, 30-33, 34-37.
+// diag 22-23, real alpha 24, strided vectors 25, size classes of m, n, k 26-30, 31-35, 36-40.
 
 int code(char c, const char* alphabet) noexcept {
   if (!c) return 0;
@@ -41,11 +42,19 @@ constexpr const char* kUplo = "UL";
 constexpr const char* kSide = "LR";
 constexpr const char* kDiag = "NU";
 
-int octave_bits(int64_t size) noexcept {
+// A size's class, numbered from 1: each octave [2^b, 2^(b+1)) in two, split at 1.5 * 2^b (sizes 1,
+// 2, 3, 4-5, 6-7, 8-11, 12-15 ... 256-383, 384-511 ...); kLargest and up share the last, 25.
+int size_class(int64_t size) noexcept {
   if (size <= 0) return 0;
-  int b = 1;
-  for (int64_t s = size; s > 1 && b < 13; s >>= 1) ++b;  // 1..12 for 1..2047, 13 from kLargest/2 up
-  return b;
+  size = std::min(size, kLargest);
+  int b = 0;
+  while (size >> (b + 1)) ++b;
+  return 1 + 2 * b + (b > 0 && size >= int64_t{3} << (b - 1) ? 1 : 0);
+}
+constexpr int kLargestClass = 25;
+int64_t lower_end(int c) noexcept {
+  const int b = (c - 1) / 2;
+  return (c - 1) % 2 ? int64_t{3} << (b - 1) : int64_t{1} << b;
 }
 
 uint64_t field(uint64_t key, int shift, int bits) noexcept {
@@ -85,9 +94,8 @@ std::string resolve_library(const std::string& name) {
 
 }  // namespace
 
-int64_t octave(int64_t size) noexcept {
-  if (size <= 0) return 0;
-  return int64_t{1} << (octave_bits(size) - 1);
+int64_t class_floor(int64_t size) noexcept {
+  return size <= 0 ? 0 : lower_end(size_class(size));
 }
 
 uint64_t class_of(const capture::Node& node) noexcept {
@@ -108,9 +116,9 @@ uint64_t class_of(const capture::Node& node) noexcept {
   k |= static_cast<uint64_t>(code(b.diag, kDiag)) << 22;
   k |= static_cast<uint64_t>(b.real_alpha) << 24;
   k |= static_cast<uint64_t>(strided) << 25;
-  k |= static_cast<uint64_t>(octave_bits(b.m)) << 26;
-  k |= static_cast<uint64_t>(octave_bits(b.n)) << 30;
-  k |= static_cast<uint64_t>(octave_bits(b.k)) << 34;
+  k |= static_cast<uint64_t>(size_class(b.m)) << 26;
+  k |= static_cast<uint64_t>(size_class(b.n)) << 31;
+  k |= static_cast<uint64_t>(size_class(b.k)) << 36;
   return k;
 }
 
@@ -132,9 +140,9 @@ std::string class_text(uint64_t key) {
   if (field(key, 25, 1)) s += " strided";
   const char* names[] = {"m", "n", "k"};
   for (int i = 0; i < 3; ++i)
-    if (const uint64_t o = field(key, 26 + 4 * i, 4)) {
-      s += std::string(" ") + names[i] + "=" + std::to_string(int64_t{1} << (o - 1));
-      if (o == 13) s += "+";
+    if (const auto c = static_cast<int>(field(key, 26 + 5 * i, 5))) {
+      s += std::string(" ") + names[i] + "=" + std::to_string(lower_end(c));
+      if (c == kLargestClass) s += "+";
     }
   return s;
 }
@@ -210,7 +218,7 @@ bool read_file(const std::string& path, const std::string& fingerprint, std::vec
       char* end = nullptr;
       r.key = std::strtoull(f[2].c_str(), &end, 16);
       ok = *end == '\0' && field(r.key, 0, 8) < capture::kNumOps && field(r.key, 8, 4) < capture::kNumDTypes &&
-           (r.key >> 38) == 0 && class_text(r.key) == f[3];
+           (r.key >> 41) == 0 && class_text(r.key) == f[3];
       r.size = f[4];
       r.choice = f[5];
     }

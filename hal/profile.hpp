@@ -31,15 +31,18 @@ namespace sol::hal::profile {
 // ---------------------------------------------------------------------------- shape classes
 
 // A BLAS node's class: its routine, element type, layout, transposes and other character
-// arguments, whether its vectors are contiguous, and each of m, n, k rounded down to a power of
-// two (octaves), the largest sizes sharing one. A sweep of sizes measures once per octave, and a
-// choice made at one size of an octave holds for the others (bench/gemm_sweep.py checks it).
+// arguments, whether its vectors are contiguous, and the size class of each of m, n, k: an octave
+// [2^b, 2^(b+1)) in two halves split at 1.5 * 2^b (256-383, 384-511), the largest sizes sharing
+// one. A sweep of sizes measures twice per octave, and a choice made at one size of a class holds
+// for the others (bench/auto_sweep.py checks it): whole octaves did not, where two libraries'
+// rates cross inside one (SGEMM TN: native 10 % ahead at 256, oneDNN 7 % ahead at 384).
 uint64_t class_of(const capture::Node& node) noexcept;
-// The same, readably: "gemm f32 C/N/T m=256 n=256 k=64" (a dimension's octave by its lower end;
-// "-" for one the routine does not have).
+// The same, readably: "gemm f32 transa=N transb=T m=256 n=384 k=64" (a dimension's class by its
+// lower end; absent for one the routine does not have).
 std::string class_text(uint64_t key);
-// The octave a size belongs to, by its lower end (300 -> 256); sizes from kLargest up share one.
-int64_t octave(int64_t size) noexcept;
+// The class a size belongs to, by its lower end (300 -> 256, 400 -> 384); sizes from kLargest up
+// share one.
+int64_t class_floor(int64_t size) noexcept;
 inline constexpr int64_t kLargest = 4096;
 
 // ---------------------------------------------------------------------------- measurements

@@ -46,7 +46,7 @@ struct Shape {
   }
 };
 
-// Square GEMMs of every octave, the rectangular ones of small-batch training (a batch of 32..128
+// Square GEMMs of every size class (octaves and their 1.5x points), the rectangular ones of small-batch training (a batch of 32..128
 // rows against wide layers), and matrix-vector products, each in the transposes frameworks use.
 std::vector<Shape> standard_set(bool quick) {
   std::vector<Shape> out;
@@ -54,7 +54,9 @@ std::vector<Shape> standard_set(bool quick) {
   const char trans[3][2] = {{'N', 'N'}, {'T', 'N'}, {'N', 'T'}};
   for (bool dbl : {false, true}) {
     for (int n : squares)
-      for (const auto& t : trans) out.push_back({'g', dbl, t[0], t[1], n, n, n});
+      for (int size : {n, n + n / 2})
+        if (size <= 4096 && (!quick || size == n))
+          for (const auto& t : trans) out.push_back({'g', dbl, t[0], t[1], size, size, size});
     if (!quick)
       for (int batch : {32, 128})
         for (int wide : {512, 2048})

@@ -30,14 +30,25 @@ Node gemm(int64_t m, int64_t n, int64_t k, char ta = 'N', char tb = 'N', DType d
   return node;
 }
 
-TEST(ShapeClass, OctavesShareAClass) {
-  EXPECT_EQ(class_of(gemm(256, 256, 256)), class_of(gemm(300, 511, 400)));
-  EXPECT_NE(class_of(gemm(256, 256, 256)), class_of(gemm(512, 256, 256)));
+TEST(ShapeClass, HalfOctavesShareAClass) {
+  EXPECT_EQ(class_of(gemm(256, 256, 256)), class_of(gemm(300, 383, 350)));
+  EXPECT_EQ(class_of(gemm(384, 384, 384)), class_of(gemm(400, 511, 384)));
+  EXPECT_NE(class_of(gemm(256, 256, 256)), class_of(gemm(384, 256, 256)));
+  EXPECT_NE(class_of(gemm(256, 256, 256)), class_of(gemm(256, 256, 383 + 1)));
   EXPECT_NE(class_of(gemm(256, 256, 256)), class_of(gemm(256, 256, 255)));
   EXPECT_EQ(class_of(gemm(4096, 4096, 4096)), class_of(gemm(9000, 5000, 100000)));  // the largest share one
-  EXPECT_EQ(octave(300), 256);
-  EXPECT_EQ(octave(1), 1);
-  EXPECT_EQ(octave(100000), kLargest);
+  EXPECT_NE(class_of(gemm(3072, 3072, 3072)), class_of(gemm(4096, 3072, 3072)));
+  EXPECT_EQ(class_floor(300), 256);
+  EXPECT_EQ(class_floor(383), 256);
+  EXPECT_EQ(class_floor(384), 384);
+  EXPECT_EQ(class_floor(511), 384);
+  EXPECT_EQ(class_floor(1), 1);
+  EXPECT_EQ(class_floor(2), 2);
+  EXPECT_EQ(class_floor(3), 3);
+  EXPECT_EQ(class_floor(5), 4);
+  EXPECT_EQ(class_floor(6), 6);
+  EXPECT_EQ(class_floor(100000), kLargest);
+  EXPECT_EQ(class_text(class_of(gemm(400, 10, 100000))), "gemm f32 transa=N transb=N m=384 n=8 k=4096+");
 }
 
 TEST(ShapeClass, ArgumentsThatChangeKernels) {
