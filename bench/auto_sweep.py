@@ -65,7 +65,8 @@ def openblas_core():
 
 
 def choices():
-    """{(routine, transposes, class floor): auto's choice} from the profile the auto runs wrote."""
+    """{(routine, transposes, m's class floor): auto's choice} from the profile the auto runs wrote (a
+    sub-class's row by where its half begins)."""
     import json
     out = subprocess.run([os.path.join(BUILD, "sol"), "tune", "--show", "--format", "json"], env=env("auto"),
                          capture_output=True, text=True).stdout
@@ -83,6 +84,18 @@ def class_floor(n):
     while o * 2 <= min(n, 4096):
         o *= 2
     return o + o // 2 if o > 1 and n >= o + o // 2 else o
+
+
+def half_floor(n):
+    """Where n's half of its class begins (a sub-class's sizes, hal/profile.hpp): 300 -> 256, 320 -> 320."""
+    low = class_floor(n)
+    if n >= 4096:
+        return low
+    o = 1
+    while o * 2 <= low:
+        o *= 2
+    width = (o + o // 2 if low == o and o > 1 else 2 * o) - low
+    return low + width // 2 if width >= 2 and n >= low + width // 2 else low
 
 
 def main():
@@ -106,7 +119,8 @@ def main():
                 fastest = min(best[v] for v in variants if v != "auto")
                 vs_fastest, vs_native = fastest / best["auto"], best["native"] / best["auto"]
                 worst_fastest, worst_native = min(worst_fastest, vs_fastest), min(worst_native, vs_native)
-                choice = choices().get((dtype + "gemm", trans, class_floor(n)), "?")
+                made, routine = choices(), dtype + "gemm"
+                choice = made.get((routine, trans, half_floor(n))) or made.get((routine, trans, class_floor(n)), "?")
                 print("%6d" % n + "".join("%11.2f" % (2.0 * n ** 3 / best[v] * 1e-9) for v in variants) +
                       "%10.3f%10.3f  %s" % (vs_fastest, vs_native, choice))
     print("\nauto / fastest candidate, worst size: %.3f (target >= 0.95): %s" %

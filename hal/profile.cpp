@@ -28,7 +28,10 @@ constexpr const char* kMagic = "sol-profile 1";
 
 // ---------------------------------------------------------------------------- class keys
 // Bits: op 0-7, dtype 8-11, layout 12-13, transa 14-15, transb 16-17, uplo 18-19, side 20-21,
-// diag 22-23, real alpha 24, strided vectors 25, size classes of m, n, k 26-30, 31-35, 36-40.
+// diag 22-23, real alpha 24, strided vectors 25, size classes of m, n, k 26-30, 31-35, 36-40;
+// a sub-class (sub_class_of) sets bit 41 and its halves in 42-44.
+constexpr uint64_t kSubClass = uint64_t{1} << 41;
+constexpr int kHalvesShift = 42;
 
 // Every routed call's class is computed: no library call here (strchr's six calls were a tenth of
 // what routing a 40^3 SGEMM cost).
@@ -100,6 +103,63 @@ int64_t class_floor(int64_t size) noexcept {
   return size <= 0 ? 0 : lower_end(size_class(size));
 }
 
+namespace {
+
+// Where the upper half of class c begins: its lower end plus half its width (0 for the classes
+// of one or two sizes, and for the largest, which has no upper end).
+int64_t upper_half(int c) noexcept {
+  if (c <= 0 || c >= kLargestClass) return 0;
+  const int64_t width = lower_end(c + 1) - lower_end(c);
+  return width >= 2 ? lower_end(c) + width / 2 : 0;
+}
+
+int halves(int64_t m, int64_t n, int64_t k) noexcept {
+  int h = 0, bit = 0;
+  for (const int64_t d : {m, n, k}) {
+    const int64_t half = d > 0 ? upper_half(size_class(d)) : 0;
+    if (half && d >= half) h |= 1 << bit;
+    ++bit;
+  }
+  return h;
+}
+
+}  // namespace
+
+int halves_of(const capture::Node& node) noexcept {
+  return halves(node.blas.m, node.blas.n, node.blas.k);
+}
+
+uint64_t sub_class_of(const capture::Node& node) noexcept {
+  return class_of(node) | kSubClass | static_cast<uint64_t>(halves_of(node)) << kHalvesShift;
+}
+
+namespace {
+
+// The halves of a row's measured call when its two fastest candidates were within kCloseRates
+// (a class, not a sub-class, which does not split again), else -1.
+int split_of(const Row& row) noexcept {
+  if (row.key & kSubClass) return -1;
+  double best = 0, second = 0;
+  for (const Rate& r : row.rates) {
+    second = std::max(second, std::min(best, r.gflops));
+    best = std::max(best, r.gflops);
+  }
+  if (second <= 0 || best > kCloseRates * second) return -1;
+  // "300x300x300": the dimensions the routine has, in the order m, n, k.
+  int64_t dims[3] = {0, 0, 0};
+  const char* d = row.size.c_str();
+  for (int i = 0; i < 3 && *d; ++i) {
+    if (!field(row.key, 26 + 5 * i, 5)) continue;
+    char* end = nullptr;
+    dims[i] = std::strtoll(d, &end, 10);
+    if (end == d) return -1;
+    d = *end == 'x' ? end + 1 : end;
+  }
+  return halves(dims[0], dims[1], dims[2]);
+}
+
+}  // namespace
+
 uint64_t class_of(const capture::Node& node) noexcept {
   const capture::BlasArgs& b = node.blas;
   const bool real = is_real(node.dtype);
@@ -143,7 +203,8 @@ std::string class_text(uint64_t key) {
   const char* names[] = {"m", "n", "k"};
   for (int i = 0; i < 3; ++i)
     if (const auto c = static_cast<int>(field(key, 26 + 5 * i, 5))) {
-      s += std::string(" ") + names[i] + "=" + std::to_string(lower_end(c));
+      const bool upper = (key & kSubClass) && field(key, kHalvesShift + i, 1);
+      s += std::string(" ") + names[i] + "=" + std::to_string(upper ? upper_half(c) : lower_end(c));
       if (c == kLargestClass) s += "+";
     }
   return s;
@@ -220,7 +281,7 @@ bool read_file(const std::string& path, const std::string& fingerprint, std::vec
       char* end = nullptr;
       r.key = std::strtoull(f[2].c_str(), &end, 16);
       ok = *end == '\0' && field(r.key, 0, 8) < capture::kNumOps && field(r.key, 8, 4) < capture::kNumDTypes &&
-           (r.key >> 41) == 0 && class_text(r.key) == f[3];
+           (r.key >> 45) == 0 && class_text(r.key) == f[3];
       r.size = f[4];
       r.choice = f[5];
     }
@@ -324,6 +385,7 @@ int Profile::lookup(int native, uint64_t key) noexcept {
     if (v == kUnknown) return kUnknown;
     Slot* s = find(k, true);
     if (!s) return kUnrouted;
+    s->split.store(split_of(it->second), std::memory_order_relaxed);
     int32_t expected = kUnknown;
     s->value.compare_exchange_strong(expected, v, std::memory_order_acq_rel);
     return s->value.load(std::memory_order_acquire);
@@ -348,6 +410,14 @@ void Profile::release(int native, uint64_t key) noexcept {
   if (Slot* s = find(slot_key(native, key), false)) s->value.store(kUnrouted, std::memory_order_release);
 }
 
+bool Profile::splits(int native, uint64_t key, const capture::Node& node) noexcept {
+  if (native < 0) return false;
+  const Slot* s = find(slot_key(native, key), false);
+  if (!s || s->value.load(std::memory_order_acquire) < 0) return false;
+  const int split = s->split.load(std::memory_order_relaxed);
+  return split >= 0 && split != halves_of(node);
+}
+
 void Profile::unrouted(int native, uint64_t key) noexcept {
   if (native < 0) return;
   if (Slot* s = find(slot_key(native, key), true)) {
@@ -361,7 +431,10 @@ void Profile::record(int native, Row row) {
   std::lock_guard<std::mutex> lock(mu_);
   row.native = natives_[native];
   const int v = candidate_index(row.choice);
-  if (s) s->value.store(v, std::memory_order_release);
+  if (s) {
+    s->split.store(split_of(row), std::memory_order_relaxed);
+    s->value.store(v, std::memory_order_release);
+  }
   load_locked();
   rows_[{row.native, row.key}] = row;
   double weight = 1;  // the measured call's size, "300x300x300": the product of its dimensions

@@ -43,6 +43,14 @@ std::string class_text(uint64_t key);
 // The class a size belongs to, by its lower end (300 -> 256, 400 -> 384); sizes from kLargest up
 // share one.
 int64_t class_floor(int64_t size) noexcept;
+// Which of m, n, k (bits 0, 1, 2) lie in the upper half of their class's range (256-383: 320 up).
+int halves_of(const capture::Node& node) noexcept;
+// A class's sub-class by halves_of: where a class's two fastest candidates measured within
+// kCloseRates of each other, their rates may cross inside it (SGEMM TN on the 2-core EPYC: native
+// 10 % ahead at 256, oneDNN 7 % ahead at 320), so a call in other halves than the measured one
+// is routed, and measured, by its sub-class ("gemm f32 transa=T transb=N m=320 n=320 k=320").
+uint64_t sub_class_of(const capture::Node& node) noexcept;
+inline constexpr double kCloseRates = 1.15;
 inline constexpr int64_t kLargest = 4096;
 
 // ---------------------------------------------------------------------------- measurements
@@ -133,6 +141,9 @@ class Profile {
     int64_t m, n, k;
   };
   std::vector<Gemm> gemms_for(const std::string& candidate, size_t max);
+  // Whether `node`, of class `key`, goes by its sub-class (sub_class_of): the class was measured,
+  // its two fastest within kCloseRates, at a call in other halves (halves_of).
+  bool splits(int native, uint64_t key, const capture::Node& node) noexcept;
   // Marks (native, key) as routed by the built-in order for this process (measurement off).
   void unrouted(int native, uint64_t key) noexcept;
 
@@ -145,6 +156,7 @@ class Profile {
   struct Slot {
     std::atomic<uint64_t> key{0};
     std::atomic<int32_t> value{kUnknown};
+    std::atomic<int32_t> split{-1};  // the measured call's halves when its rates were close, else -1
   };
   static constexpr size_t kSlots = 4096;
   static constexpr int kMaxNatives = 15;

@@ -186,6 +186,42 @@ def test_the_programs_dnnl_sgemm_is_measured_against_the_blas_backends(cache):
     assert off.returncode == 0 and calls and calls.group(1) == calls.group(2), off.stderr
 
 
+def test_a_class_measured_close_is_measured_again_in_the_other_half_of_its_sizes(cache):
+    """Where a class's two fastest candidates measured within 15 % of each other, their rates may
+    cross inside it (SGEMM TN on the 2-core EPYC: native 10 % ahead at 256, oneDNN 7 % ahead at
+    320), so a call in the other half of a dimension's class (256-383 splits at 320) is measured by
+    a sub-class of its own, once; a call in the measured call's halves routes from the class. A
+    class measured far apart does neither. The profile's rates are set here, so that the test
+    checks the decision, not this machine's figures."""
+    first = auto(cache, "repeated_gemm", 256, 0.1)
+    assert first.returncode == 0 and measured(first.stderr), first.stderr
+    [path] = profiles(cache)
+    with open(path) as f:
+        text = f.read()
+
+    def with_rates(native, others):
+        row = lambda m: m.group(1) + "".join(
+            "\t%s=%s" % (name, native if name == "native" else others)
+            for name in re.findall(r"\t(\w+)=", m.group(2)))
+        return re.sub(r"^(row\t(?:[^\t]*\t){4}\w+)((?:\t\w+=[0-9.]+)+)$", row, text, flags=re.M)
+
+    with open(path, "w") as f:
+        f.write(with_rates(100, 95))
+    same_half = auto(cache, "repeated_gemm", 300, 0.05)
+    assert same_half.returncode == 0 and measured(same_half.stderr) == {}, same_half.stderr
+    other_half = auto(cache, "repeated_gemm", 320, 0.05)
+    got = measured(other_half.stderr)
+    assert [cls for cls, _ in got] == ["gemm f32 transa=N transb=N m=320 n=320 k=320"], other_half.stderr
+    assert len(rows(path)) == 2
+    again = auto(cache, "repeated_gemm", 383, 0.05)  # the same sub-class, now known
+    assert again.returncode == 0 and measured(again.stderr) == {}, again.stderr
+    # Far apart: no sub-class.
+    with open(path, "w") as f:
+        f.write(with_rates(100, 50))
+    far = auto(cache, "repeated_gemm", 320, 0.05)
+    assert far.returncode == 0 and measured(far.stderr) == {}, far.stderr
+
+
 def test_a_backend_that_slows_the_programs_next_call_is_charged_for_it_in_a_mixed_program(cache):
     """A short call routed away from the program's library, in a program that also calls its
     library, is followed by the program's own calls: a candidate whose threads keep the cores

@@ -121,6 +121,56 @@ TEST_F(ProfileFiles, ASecondProcessRoutesFromTheFirstCall) {
   EXPECT_EQ(again.lookup(again.native_index("/opt/other/libblas.so.3:1:2"), key), Profile::kUnknown);
 }
 
+TEST(ShapeClass, SubClassesByHalves) {
+  EXPECT_EQ(halves_of(gemm(256, 256, 256)), 0);
+  EXPECT_EQ(halves_of(gemm(319, 300, 383)), 4);  // 256-383 splits at 320
+  EXPECT_EQ(halves_of(gemm(320, 448, 64)), 3);   // 384-511 at 448; 64-95 at 80
+  EXPECT_EQ(halves_of(gemm(3, 9000, 2)), 0);     // a class of one size, and the largest, do not split
+  EXPECT_NE(sub_class_of(gemm(256, 256, 256)), class_of(gemm(256, 256, 256)));
+  EXPECT_NE(sub_class_of(gemm(256, 256, 256)), sub_class_of(gemm(320, 320, 320)));
+  EXPECT_EQ(sub_class_of(gemm(320, 330, 340)), sub_class_of(gemm(383, 320, 350)));
+  EXPECT_EQ(class_text(sub_class_of(gemm(330, 300, 400, 'T', 'N'))),
+            "gemm f32 transa=T transb=N m=320 n=256 k=384");
+}
+
+TEST_F(ProfileFiles, AClassMeasuredCloseSplitsByHalvesAndTheFileKeepsIt) {
+  const uint64_t close = class_of(gemm(256, 256, 256, 'T')), clear = class_of(gemm(256, 256, 256));
+  const Node at_320 = gemm(320, 320, 320, 'T'), at_300 = gemm(300, 300, 300, 'T');
+  {
+    Profile p(cfg_);
+    const int lib = p.native_index("lib");
+    Row r = row(close, "native");
+    r.size = "256x256x256";
+    r.rates = {{"native", 193}, {"onednn", 176}};  // within kCloseRates
+    p.record(lib, r);
+    Row c = row(clear, "onednn");
+    c.rates = {{"native", 150}, {"onednn", 226}};
+    p.record(lib, c);
+    EXPECT_TRUE(p.splits(lib, close, at_320));
+    EXPECT_FALSE(p.splits(lib, close, at_300));  // the measured call's halves
+    EXPECT_FALSE(p.splits(lib, clear, at_320));
+    // The sub-class is a class of its own: measured, recorded, and kept.
+    const uint64_t sub = sub_class_of(gemm(320, 320, 320, 'T'));
+    EXPECT_EQ(p.lookup(lib, sub), Profile::kUnknown);
+    ASSERT_TRUE(p.claim(lib, sub));
+    Row s = row(sub, "onednn");
+    s.size = "320x320x320";
+    s.rates = {{"native", 195}, {"onednn", 209}};
+    p.record(lib, s);
+    EXPECT_FALSE(p.splits(lib, sub, gemm(256, 256, 256, 'T')));  // sub-classes do not split again
+  }
+  Profile again(cfg_);
+  const int lib = again.native_index("lib");
+  ASSERT_GE(again.lookup(lib, close), 0);
+  EXPECT_TRUE(again.splits(lib, close, at_320));
+  EXPECT_FALSE(again.splits(lib, close, at_300));
+  ASSERT_GE(again.lookup(lib, clear), 0);
+  EXPECT_FALSE(again.splits(lib, clear, at_320));
+  const int v = again.lookup(lib, sub_class_of(gemm(330, 330, 330, 'T')));
+  ASSERT_GE(v, 0);
+  EXPECT_STREQ(again.candidate_name(v), "onednn");
+}
+
 TEST_F(ProfileFiles, AnotherLibraryBuildStartsAnotherProfile) {
   const uint64_t key = class_of(gemm(512, 512, 512));
   Profile p(cfg_);
