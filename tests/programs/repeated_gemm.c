@@ -1,6 +1,7 @@
 /* One GEMM class called over and over, as a program whose work is one shape is: long enough for
  * auto to try a candidate in use after measuring it. Prints the last result's digest and the
- * number of calls.
+ * number of calls. Built twice: with the Fortran BLAS's sgemm_, and as repeated_dnnl_sgemm
+ * (SOL_DNNL_SGEMM) with oneDNN's dnnl_sgemm, row-major, as a program calling oneDNN's GEMM does.
  *
  *   repeated_gemm n seconds */
 #include <stdint.h>
@@ -8,8 +9,12 @@
 #include <stdlib.h>
 #include <time.h>
 
+#ifdef SOL_DNNL_SGEMM
+#include <dnnl.h>
+#else
 void sgemm_(const char*, const char*, const int*, const int*, const int*, const float*, const float*,
             const int*, const float*, const int*, const float*, float*, const int*, size_t, size_t);
+#endif
 
 static double now(void) {
   struct timespec t;
@@ -28,7 +33,11 @@ int main(int argc, char** argv) {
   long calls = 0;
   const double until = now() + seconds;
   do {
+#ifdef SOL_DNNL_SGEMM
+    if (dnnl_sgemm('N', 'N', n, n, n, one, a, n, b, n, zero, c, n) != dnnl_success) return 1;
+#else
     sgemm_("N", "N", &n, &n, &n, &one, a, &n, b, &n, &zero, c, &n, 1, 1);
+#endif
     ++calls;
   } while (now() < until);
   uint64_t h = 1469598103934665603ull;
