@@ -56,9 +56,9 @@ struct Trial {
   int settled_calls = 0;  // from kQuietNs into its turn on, or since the incumbent ran other classes
   // Then the incumbent's turn, so that both are judged in use: its measurement may have run beside
   // the candidate's threads as much as the reverse. It ends once the incumbent has won (its figure
-  // only rises) after at least 3 calls, else after kQuietNs: a candidate whose workers spin
-  // (OpenBLAS, tried against the program's dnnl_sgemm) slows oneDNN's team to a third of its
-  // speed or less until then.
+  // only rises) after at least 3 calls, else after kIncumbentTurnNs or, when the candidate's
+  // workers spin longer (Backend::spin_after_call_ns), after that: OpenBLAS's, tried against the
+  // program's dnnl_sgemm, slow oneDNN's team to a third of its speed or less until then.
   bool incumbent_turn = false;
   uint64_t incumbent_until_ns = 0;
   int incumbent_calls = 0;
@@ -71,6 +71,7 @@ struct Trial {
 // candidate's own steady state in this program.
 constexpr uint64_t kTrialNs = 300'000'000;
 constexpr uint64_t kQuietNs = 150'000'000;  // past OpenBLAS's spin after the incumbent's last call
+constexpr uint64_t kIncumbentTurnNs = 20'000'000;
 
 struct Executor {
   config::Config cfg;
@@ -582,7 +583,7 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent) noe
     if (gflops >= 0 && !lost && (t.calls < 3 || now < t.until_ns)) return;
     if (gflops >= 0 && !lost) {
       t.incumbent_turn = true;
-      t.incumbent_until_ns = now + kQuietNs;
+      t.incumbent_until_ns = now + std::max(kIncumbentTurnNs, t.backend->spin_after_call_ns());
       return;
     }
   } else {
