@@ -65,6 +65,10 @@ int64_t lower_end(int c) noexcept {
 uint64_t field(uint64_t key, int shift, int bits) noexcept {
   return (key >> shift) & ((uint64_t{1} << bits) - 1);
 }
+// Dimension i's (m, n, k) size class in a key; 0 when the routine lacks it.
+int dim_class(uint64_t key, int i) noexcept {
+  return static_cast<int>(field(key, 26 + 5 * i, 5));
+}
 
 bool is_real(capture::DType d) noexcept {
   return d != capture::DType::c64 && d != capture::DType::c128;
@@ -135,6 +139,23 @@ uint64_t sub_class_of(const capture::Node& node) noexcept {
 
 namespace {
 
+// A row's measured call, "300x300x300" (the dimensions its routine has, in the order m, n, k), as
+// m, n, k; a dimension the routine lacks, or the text does not give, stays 0. false when the text
+// lacks one the class has.
+bool measured_dims(const Row& row, int64_t dims[3]) noexcept {
+  dims[0] = dims[1] = dims[2] = 0;
+  const char* d = row.size.c_str();
+  for (int i = 0; i < 3; ++i) {
+    if (!dim_class(row.key, i)) continue;
+    char* end = nullptr;
+    const long long v = std::strtoll(d, &end, 10);
+    if (end == d) return false;
+    dims[i] = v;
+    d = *end == 'x' ? end + 1 : end;
+  }
+  return true;
+}
+
 // The halves of a row's measured call when its two fastest candidates were within kCloseRates
 // (a class, not a sub-class, which does not split again), else -1.
 int split_of(const Row& row) noexcept {
@@ -144,17 +165,8 @@ int split_of(const Row& row) noexcept {
     second = std::max(second, std::min(best, r.gflops));
     best = std::max(best, r.gflops);
   }
-  if (second <= 0 || best > kCloseRates * second) return -1;
-  // "300x300x300": the dimensions the routine has, in the order m, n, k.
-  int64_t dims[3] = {0, 0, 0};
-  const char* d = row.size.c_str();
-  for (int i = 0; i < 3 && *d; ++i) {
-    if (!field(row.key, 26 + 5 * i, 5)) continue;
-    char* end = nullptr;
-    dims[i] = std::strtoll(d, &end, 10);
-    if (end == d) return -1;
-    d = *end == 'x' ? end + 1 : end;
-  }
+  int64_t dims[3];
+  if (second <= 0 || best > kCloseRates * second || !measured_dims(row, dims)) return -1;
   return halves(dims[0], dims[1], dims[2]);
 }
 
@@ -202,7 +214,7 @@ std::string class_text(uint64_t key) {
   if (field(key, 25, 1)) s += " strided";
   const char* names[] = {"m", "n", "k"};
   for (int i = 0; i < 3; ++i)
-    if (const auto c = static_cast<int>(field(key, 26 + 5 * i, 5))) {
+    if (const int c = dim_class(key, i)) {
       const bool upper = (key & kSubClass) && field(key, kHalvesShift + i, 1);
       s += std::string(" ") + names[i] + "=" + std::to_string(upper ? upper_half(c) : lower_end(c));
       if (c == kLargestClass) s += "+";
@@ -437,14 +449,11 @@ void Profile::record(int native, Row row) {
   }
   load_locked();
   rows_[{row.native, row.key}] = row;
-  double weight = 1;  // the measured call's size, "300x300x300": the product of its dimensions
-  for (const char* d = row.size.c_str(); *d;) {
-    char* end = nullptr;
-    const double v = std::strtod(d, &end);
-    if (end == d) break;
-    weight *= v;
-    d = *end == 'x' ? end + 1 : end;
-  }
+  double weight = 1;  // the measured call's size: the product of its dimensions
+  int64_t dims[3];
+  measured_dims(row, dims);
+  for (const int64_t d : dims)
+    if (d > 0) weight *= static_cast<double>(d);
   std::string before = home_locked(native);
   if (before.empty()) before = "native";  // the program's first calls were its library's
   recorded_[{native, row.key}] = {row.choice, weight};
@@ -483,8 +492,9 @@ std::vector<Profile::Gemm> Profile::gemms_for(const std::string& candidate, size
     Gemm g{static_cast<capture::DType>(field(row.key, 8, 4)), 'N', 'N', 0, 0, 0};
     if (const uint64_t t = field(row.key, 14, 2)) g.transa = kTrans[t - 1];
     if (const uint64_t t = field(row.key, 16, 2)) g.transb = kTrans[t - 1];
-    if (std::sscanf(row.size.c_str(), "%" SCNd64 "x%" SCNd64 "x%" SCNd64, &g.m, &g.n, &g.k) != 3) continue;
-    if (g.m <= 0 || g.n <= 0 || g.k <= 0) continue;
+    int64_t dims[3];
+    if (!measured_dims(row, dims) || dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0) continue;
+    g.m = dims[0], g.n = dims[1], g.k = dims[2];
     out.push_back(g);
   }
   return out;
