@@ -385,9 +385,27 @@ const char* Profile::candidate_name(int index) const noexcept {
 }
 
 int Profile::lookup(int native, uint64_t key) noexcept {
+  const Slot* slot = nullptr;
+  return lookup(native, key, slot);
+}
+
+int Profile::lookup(int native, uint64_t& key, const capture::Node& node) noexcept {
+  const Slot* slot = nullptr;
+  const int v = lookup(native, key, slot);
+  if (v < 0 || !slot) return v;
+  const int split = slot->split.load(std::memory_order_relaxed);
+  if (split < 0 || split == halves_of(node)) return v;
+  key = sub_class_of(node);
+  return lookup(native, key);
+}
+
+int Profile::lookup(int native, uint64_t key, const Slot*& slot) noexcept {
   if (native < 0) return kUnrouted;
   const uint64_t k = slot_key(native, key);
-  if (Slot* s = find(k, false)) return s->value.load(std::memory_order_acquire);
+  if (Slot* s = find(k, false)) {
+    slot = s;
+    return s->value.load(std::memory_order_acquire);
+  }
   // First sight of this class in this process: what the file says, if anything.
   try {
     std::lock_guard<std::mutex> lock(mu_);
@@ -397,6 +415,7 @@ int Profile::lookup(int native, uint64_t key) noexcept {
     if (v == kUnknown) return kUnknown;
     Slot* s = find(k, true);
     if (!s) return kUnrouted;
+    slot = s;
     s->split.store(split_of(it->second), std::memory_order_relaxed);
     int32_t expected = kUnknown;
     s->value.compare_exchange_strong(expected, v, std::memory_order_acq_rel);
@@ -420,14 +439,6 @@ void Profile::begin_trial(int native, uint64_t key) noexcept {
 
 void Profile::release(int native, uint64_t key) noexcept {
   if (Slot* s = find(slot_key(native, key), false)) s->value.store(kUnrouted, std::memory_order_release);
-}
-
-bool Profile::splits(int native, uint64_t key, const capture::Node& node) noexcept {
-  if (native < 0) return false;
-  const Slot* s = find(slot_key(native, key), false);
-  if (!s || s->value.load(std::memory_order_acquire) < 0) return false;
-  const int split = s->split.load(std::memory_order_relaxed);
-  return split >= 0 && split != halves_of(node);
 }
 
 void Profile::unrouted(int native, uint64_t key) noexcept {

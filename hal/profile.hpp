@@ -141,9 +141,10 @@ class Profile {
     int64_t m, n, k;
   };
   std::vector<Gemm> gemms_for(const std::string& candidate, size_t max);
-  // Whether `node`, of class `key`, goes by its sub-class (sub_class_of): the class was measured,
-  // its two fastest within kCloseRates, at a call in other halves (halves_of).
-  bool splits(int native, uint64_t key, const capture::Node& node) noexcept;
+  // lookup() for a call: `node`, of class `key`, goes by its sub-class (sub_class_of; `key` becomes
+  // that) where the class was measured, its two fastest within kCloseRates, at a call in other
+  // halves (halves_of). One probe of the table for a class that does not split.
+  int lookup(int native, uint64_t& key, const capture::Node& node) noexcept;
   // Marks (native, key) as routed by the built-in order for this process (measurement off).
   void unrouted(int native, uint64_t key) noexcept;
 
@@ -163,6 +164,7 @@ class Profile {
   static constexpr int kMaxCandidates = 16;
 
   static uint64_t slot_key(int native, uint64_t key) noexcept;
+  int lookup(int native, uint64_t key, const Slot*& slot) noexcept;  // and the class's slot, if any
   Slot* find(uint64_t k, bool insert) noexcept;
   int candidate_index(const std::string& name);
   void load_locked();  // reads the file into rows_ (once)

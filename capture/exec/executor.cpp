@@ -395,13 +395,9 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
   trial = nullptr;
   hal::profile::Profile& prof = ex.profile;
   const int native = native_index(ex, node);
-  uint64_t key = hal::profile::class_of(node);
-  int v = prof.lookup(native, key);
   // A class whose candidates measured close, called in other halves of its sizes: its sub-class.
-  if (v >= 0 && SOL_UNLIKELY(prof.splits(native, key, node))) {
-    key = hal::profile::sub_class_of(node);
-    v = prof.lookup(native, key);
-  }
+  uint64_t key = hal::profile::class_of(node);
+  const int v = prof.lookup(native, key, node);
   if (SOL_LIKELY(v >= 0)) return prof.candidate_name(v);
   if (v == hal::profile::Profile::kTrial) {
     std::lock_guard<std::mutex> lock(ex.trials_mu);

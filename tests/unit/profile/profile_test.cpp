@@ -136,6 +136,11 @@ TEST(ShapeClass, SubClassesByHalves) {
 TEST_F(ProfileFiles, AClassMeasuredCloseSplitsByHalvesAndTheFileKeepsIt) {
   const uint64_t close = class_of(gemm(256, 256, 256, 'T')), clear = class_of(gemm(256, 256, 256));
   const Node at_320 = gemm(320, 320, 320, 'T'), at_300 = gemm(300, 300, 300, 'T');
+  // The class a call of class `key` is routed by.
+  const auto routed_by = [](Profile& p, int lib, uint64_t key, const Node& call) {
+    p.lookup(lib, key, call);
+    return key;
+  };
   {
     Profile p(cfg_);
     const int lib = p.native_index("lib");
@@ -146,9 +151,9 @@ TEST_F(ProfileFiles, AClassMeasuredCloseSplitsByHalvesAndTheFileKeepsIt) {
     Row c = row(clear, "onednn");
     c.rates = {{"native", 150}, {"onednn", 226}};
     p.record(lib, c);
-    EXPECT_TRUE(p.splits(lib, close, at_320));
-    EXPECT_FALSE(p.splits(lib, close, at_300));  // the measured call's halves
-    EXPECT_FALSE(p.splits(lib, clear, at_320));
+    EXPECT_EQ(routed_by(p, lib, close, at_320), sub_class_of(at_320));
+    EXPECT_EQ(routed_by(p, lib, close, at_300), close);  // the measured call's halves
+    EXPECT_EQ(routed_by(p, lib, clear, at_320), clear);
     // The sub-class is a class of its own: measured, recorded, and kept.
     const uint64_t sub = sub_class_of(gemm(320, 320, 320, 'T'));
     EXPECT_EQ(p.lookup(lib, sub), Profile::kUnknown);
@@ -157,15 +162,15 @@ TEST_F(ProfileFiles, AClassMeasuredCloseSplitsByHalvesAndTheFileKeepsIt) {
     s.size = "320x320x320";
     s.rates = {{"native", 195}, {"onednn", 209}};
     p.record(lib, s);
-    EXPECT_FALSE(p.splits(lib, sub, gemm(256, 256, 256, 'T')));  // sub-classes do not split again
+    EXPECT_EQ(routed_by(p, lib, sub, gemm(256, 256, 256, 'T')), sub);  // sub-classes do not split again
   }
   Profile again(cfg_);
   const int lib = again.native_index("lib");
   ASSERT_GE(again.lookup(lib, close), 0);
-  EXPECT_TRUE(again.splits(lib, close, at_320));
-  EXPECT_FALSE(again.splits(lib, close, at_300));
+  EXPECT_EQ(routed_by(again, lib, close, at_320), sub_class_of(at_320));
+  EXPECT_EQ(routed_by(again, lib, close, at_300), close);
   ASSERT_GE(again.lookup(lib, clear), 0);
-  EXPECT_FALSE(again.splits(lib, clear, at_320));
+  EXPECT_EQ(routed_by(again, lib, clear, at_320), clear);
   const int v = again.lookup(lib, sub_class_of(gemm(330, 330, 330, 'T')));
   ASSERT_GE(v, 0);
   EXPECT_STREQ(again.candidate_name(v), "onednn");
