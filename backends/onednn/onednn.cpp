@@ -9,6 +9,7 @@
 
 #include "backends/onednn/api.hpp"
 #include "backends/onednn/matmul.hpp"
+#include "capture/blas/call.hpp"
 #include "common/fs_safety.hpp"
 #include "common/log.hpp"
 #include "common/native.hpp"
@@ -133,8 +134,7 @@ class OneDnn final : public hal::Backend {
     // reference and JIT, hold to that for k > 0 (k == 0 is handled above); the unit tests fill
     // every C with NaN for beta == 0 on each kernel path. Zeroing C first, as this backend did,
     // cost more than the product on small calls: 64^3 at 90 GFLOP/s instead of 139.
-    // Column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T: swap the operands.
-    const dnnl_status_t status = api_.sgemm(tb, ta, n, m, k, alpha, pb, b.ldb, pa, b.lda, beta, c, b.ldc);
+    const int status = capture::blas::call_dnnl_sgemm(reinterpret_cast<const void*>(api_.sgemm), node);
     return status == dnnl_success ? Reason::ok : Reason::internal_error;
   }
 

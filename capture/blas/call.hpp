@@ -18,4 +18,11 @@ Sym fortran_routine(Op op, DType dtype, bool real_alpha) noexcept;
 // goes to node.ret.
 void call_fortran(Sym routine, void* fn, Node& node) noexcept;
 
+// Calls `fn`, a pointer to oneDNN's dnnl_sgemm (row-major), with the arguments of a valid
+// column-major SGEMM node: column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T, the
+// operands swapped. A real matrix's conjugate transpose is its transpose (dnnl_sgemm takes N and
+// T). Returns its dnnl_status_t. How the onednn backend runs GEMM, and how auto times a program's
+// own dnnl_sgemm. (layout.cpp)
+int call_dnnl_sgemm(const void* fn, Node& node) noexcept;
+
 }  // namespace sol::capture::blas

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "capture/blas/blas.hpp"
+#include "capture/blas/call.hpp"
 #include "capture/blas/detail.hpp"
 
 namespace sol::capture::blas {
@@ -242,6 +243,17 @@ void plain_gemm(BlasArgs& x, char transa, char transb, int64_t m, int64_t n, int
   x.alpha = Scalar(1.0);
   x.beta = Scalar(0.0);
   x.a = a, x.b = b, x.c = c;
+}
+
+int call_dnnl_sgemm(const void* fn, Node& node) noexcept {
+  using Sgemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
+                        int64_t, float, float*, int64_t);
+  const BlasArgs& b = node.blas;
+  const auto t = [](char c) { return c == 'N' || c == 'n' ? 'N' : 'T'; };
+  const auto alpha = static_cast<float>(b.alpha.re), beta = static_cast<float>(b.beta.re);
+  const auto *pa = static_cast<const float*>(b.a), *pb = static_cast<const float*>(b.b);
+  return reinterpret_cast<Sgemm>(fn)(t(b.transb), t(b.transa), b.n, b.m, b.k, alpha, pb, b.ldb, pa, b.lda,
+                                     beta, static_cast<float*>(b.c), b.ldc);
 }
 
 }  // namespace sol::capture::blas

@@ -369,19 +369,6 @@ struct CallOn {
   }
 };
 
-// oneDNN's dnnl_sgemm (row-major), given by pointer, on a valid column-major SGEMM node: column-major
-// C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T, the operands swapped (as the onednn backend
-// calls it). A real matrix's conjugate transpose is its transpose; dnnl_sgemm takes N and T.
-void call_dnnl_sgemm(void* fn, Node& cm) noexcept {
-  using Sgemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
-                        int64_t, float, float*, int64_t);
-  const BlasArgs& b = cm.blas;
-  const auto t = [](char c) { return c == 'N' || c == 'n' ? 'N' : 'T'; };
-  reinterpret_cast<Sgemm>(fn)(t(b.transb), t(b.transa), b.n, b.m, b.k, static_cast<float>(b.alpha.re),
-                              static_cast<const float*>(b.b), b.ldb, static_cast<const float*>(b.a), b.lda,
-                              static_cast<float>(b.beta.re), static_cast<float*>(b.c), b.ldc);
-}
-
 // What auto measured fastest for this node's shape class ("native" or a backend's name), measuring
 // it now if nobody has: nullptr when nothing is known (the router's built-in order decides).
 // Measuring runs the call itself natively first, timed, as native's sample; with native left out,
@@ -428,7 +415,8 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
                                                             : native_routine(routine);
     auto run_native = [&](Node& cm) noexcept {
       const uint64_t t0 = monotonic_ns();
-      row_major_own ? call_dnnl_sgemm(own, cm) : blas::call_fortran(routine, own, cm);
+      if (row_major_own) blas::call_dnnl_sgemm(own, cm);
+      else blas::call_fortran(routine, own, cm);
       measure::native_slowed_if_asked(t0);
       return hal::Reason::ok;
     };
