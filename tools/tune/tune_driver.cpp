@@ -46,8 +46,9 @@ struct Shape {
   }
 };
 
-// Square GEMMs of every size class (octaves and their 1.5x points), the rectangular ones of small-batch training (a batch of 32..128
-// rows against wide layers), and matrix-vector products, each in the transposes frameworks use.
+// Square GEMMs of every size class (octaves and their 1.5x points), the rectangular ones of
+// small-batch training (a batch of 32..128 rows against wide layers), and matrix-vector products,
+// each in the transposes frameworks use.
 std::vector<Shape> standard_set(bool quick) {
   std::vector<Shape> out;
   const std::vector<int> squares = quick ? std::vector<int>{64, 256} : std::vector<int>{32, 64, 128, 256, 512, 1024, 2048, 4096};
