@@ -243,18 +243,27 @@ TEST(Measure, AShortCallIsSampledInBatchesOfSeveralRounds) {
 
 TEST(Measure, ACandidateTheWarmUpRanHasNoUntimedFirstRun) {
   // Without native, each candidate runs a quarter at the screen; one never run in this process
-  // runs one more before it, untimed, unless the background warm-up already ran it.
-  static const std::string warm = "warm-up-ran", cold = "warm-up-did-not";
-  warmed(warm.c_str(), Op::gemm, DType::f32);
-  Spinner w{0.8e-3}, c{0.8e-3};
-  Gemm g;
-  std::vector<Candidate> cs = {{warm.c_str(), blas::FunctionRef<hal::Reason(Node&)>(w)},
-                               {cold.c_str(), blas::FunctionRef<hal::Reason(Node&)>(c)}};
-  hal::profile::Row row;
-  const char* made_call = nullptr;
-  ASSERT_TRUE(run(g.node, 2.0 * kN * kN * kN, cs, -1, nullptr, row, made_call));
-  EXPECT_EQ(w.part_calls, 1);
-  EXPECT_EQ(c.part_calls, 2);
+  // runs one more before it, untimed, unless the background warm-up already ran it. (A quarter
+  // preempted past 0.25 ms would make the call long enough for a second look: such a race is
+  // run again, under new names.)
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const std::string warm_name = "warm-up-ran" + std::to_string(attempt);
+    const std::string cold_name = "warm-up-did-not" + std::to_string(attempt);
+    const char *warm = warm_name.c_str(), *cold = cold_name.c_str();
+    warmed(warm, Op::gemm, DType::f32);
+    Spinner w{0.8e-3}, c{0.8e-3};
+    Gemm g;
+    std::vector<Candidate> cs = {{warm, blas::FunctionRef<hal::Reason(Node&)>(w)},
+                                 {cold, blas::FunctionRef<hal::Reason(Node&)>(c)}};
+    hal::profile::Row row;
+    const char* made_call = nullptr;
+    ASSERT_TRUE(run(g.node, 2.0 * kN * kN * kN, cs, -1, nullptr, row, made_call));
+    if (w.worst >= 1.1 || c.worst >= 1.1) continue;
+    EXPECT_EQ(w.part_calls, 1);
+    EXPECT_EQ(c.part_calls, 2);
+    return;
+  }
+  GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
 }
 
 TEST(Measure, ACallOf1To2MsIsScreenedAndItsClearLoserCostsNoWholeCall) {
