@@ -232,17 +232,25 @@ def test_a_backend_that_slows_the_programs_next_call_is_charged_for_it_in_a_mixe
     is charged for the home call after it. With the first class on native, oneDNN is charged and
     the second stays native; with it on oneDNN, the program's native calls follow oneDNN's, native
     is charged, and the second goes to oneDNN too."""
-    fair = auto(cache, "measured_calls", 128, SOL_TEST_CPU_MODEL="fair")
-    charged = auto(cache, "measured_calls", 128, SOL_TEST_CPU_MODEL="charged", SOL_TEST_SLOW="onednn:after")
-    got_fair, got_charged = measured(fair.stderr), measured(charged.stderr)
-    assert got_fair and got_fair.keys() == got_charged.keys(), (fair.stderr, charged.stderr)
-    lines = [m for m in map(MEASURED.match, charged.stderr.splitlines()) if m]
-    assert len(lines) == 2 and "transb=T" in lines[0].group(1) and lines[0].group(6) is None, charged.stderr
-    first, second = lines
-    # Uncharged: charged, its rate would count nine times native's call on top of its own, a
-    # tenth of the fair run's; the bound leaves a factor of 2.5 to load on either side.
-    alone = got_fair[(first.group(1), first.group(2))][0]["onednn"]
-    assert got_charged[(first.group(1), first.group(2))][0]["onednn"] > 0.25 * alone, charged.stderr
+    # Uncharged, the first class's oneDNN rate is its fair one: charged, it would count nine
+    # times native's call on top of its own, a tenth of the fair run's; the bound leaves a factor
+    # of 2.5 to load on either side. Load beyond that (20.5 GFLOP/s against 114.9 alone, once in
+    # some sixteen runs of the suite) takes the pair again, up to three in all: a first class that
+    # is charged fails all three.
+    for attempt in range(3):
+        shutil.rmtree(os.path.join(cache, "sol"), True)
+        fair = auto(cache, "measured_calls", 128, SOL_TEST_CPU_MODEL="fair")
+        charged = auto(cache, "measured_calls", 128, SOL_TEST_CPU_MODEL="charged", SOL_TEST_SLOW="onednn:after")
+        got_fair, got_charged = measured(fair.stderr), measured(charged.stderr)
+        assert got_fair and got_fair.keys() == got_charged.keys(), (fair.stderr, charged.stderr)
+        lines = [m for m in map(MEASURED.match, charged.stderr.splitlines()) if m]
+        assert len(lines) == 2 and "transb=T" in lines[0].group(1) and lines[0].group(6) is None, charged.stderr
+        first, second = lines
+        alone = got_fair[(first.group(1), first.group(2))][0]["onednn"]
+        if got_charged[(first.group(1), first.group(2))][0]["onednn"] > 0.25 * alone:
+            break
+    else:
+        raise AssertionError("the first class was charged, three times: %s" % charged.stderr)
     home = second.group(6)
     assert home == first.group(5), (first.group(0), second.group(0))
     rates, choice = got_charged[(second.group(1), second.group(2))]
