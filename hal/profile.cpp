@@ -419,6 +419,7 @@ int Profile::lookup(int native, uint64_t key, const Slot*& slot) noexcept {
     s->split.store(split_of(it->second), std::memory_order_relaxed);
     int32_t expected = kUnknown;
     s->value.compare_exchange_strong(expected, v, std::memory_order_acq_rel);
+    changed();
     return s->value.load(std::memory_order_acquire);
   } catch (...) {
     return kUnrouted;
@@ -435,10 +436,12 @@ bool Profile::claim(int native, uint64_t key) noexcept {
 
 void Profile::begin_trial(int native, uint64_t key) noexcept {
   if (Slot* s = find(slot_key(native, key), false)) s->value.store(kTrial, std::memory_order_release);
+  changed();
 }
 
 void Profile::release(int native, uint64_t key) noexcept {
   if (Slot* s = find(slot_key(native, key), false)) s->value.store(kUnrouted, std::memory_order_release);
+  changed();
 }
 
 void Profile::unrouted(int native, uint64_t key) noexcept {
@@ -490,6 +493,7 @@ void Profile::record(int native, Row row) {
       slot->value.store(kUnknown, std::memory_order_release);
       it = recorded_.erase(it);
     }
+  changed();
   write_locked(row);
 }
 
@@ -518,6 +522,7 @@ bool Profile::measure_again(int native, uint64_t key) {
   if (!slot) return false;
   recorded_.erase({native, key});
   slot->value.store(kUnknown, std::memory_order_release);
+  changed();
   return true;
 }
 

@@ -150,6 +150,12 @@ class Profile {
 
   const char* candidate_name(int index) const noexcept;
 
+  // Counts the changes to where a known class routes (a trial begun, a record, a class sent back
+  // to measurement, a class first read from the file): a thread's memo of the calls that stay
+  // native (capture/exec/executor.cpp) holds while this is what it was when the call was routed.
+  // Read before the lookup that routes a call; bumped after the change it counts. Never 0.
+  uint32_t changes() const noexcept { return changes_.load(std::memory_order_acquire); }
+
   // In a forked child: locks taken by other threads at fork time are not held by anyone.
   void after_fork_child() noexcept;
 
@@ -167,6 +173,10 @@ class Profile {
   int lookup(int native, uint64_t key, const Slot*& slot) noexcept;  // and the class's slot, if any
   Slot* find(uint64_t k, bool insert) noexcept;
   int candidate_index(const std::string& name);
+  void changed() noexcept {
+    if (changes_.fetch_add(1, std::memory_order_acq_rel) == UINT32_MAX)
+      changes_.fetch_add(1, std::memory_order_acq_rel);
+  }
   void load_locked();  // reads the file into rows_ (once)
   void write_locked(const Row& row);
 
@@ -174,6 +184,7 @@ class Profile {
   std::string dir_, path_, fingerprint_;
 
   Slot slots_[kSlots];
+  std::atomic<uint32_t> changes_{1};
   std::mutex mu_;  // everything below; never taken on the routed path once a class is known
   bool loaded_ = false;
   std::string natives_[kMaxNatives];

@@ -441,6 +441,59 @@ TEST_F(ProfileFiles, AClassIsSentBackToMeasurementOnce) {
   EXPECT_STREQ(p.candidate_name(p.lookup(lib, small)), "onednn");
 }
 
+// A thread's memo of calls that stay native holds while changes() is what it was when the call
+// was routed: every change to where a known class goes counts, a routed call's lookup does not.
+TEST_F(ProfileFiles, EveryChangeOfAKnownClassesRouteIsCounted) {
+  {
+    Profile writer(cfg_);
+    const int lib = writer.native_index("lib");
+    const uint64_t stored = class_of(gemm(64, 64, 64));
+    ASSERT_TRUE(writer.claim(lib, stored));
+    writer.record(lib, row(stored, "native"));
+  }
+  Profile p(cfg_);
+  const int lib = p.native_index("lib");
+  const uint64_t small = class_of(gemm(1024, 10, 256, 'N', 'T')), large = class_of(gemm(1024, 256, 1024));
+  uint32_t seen = p.changes();
+  EXPECT_NE(seen, 0u);
+  auto changed = [&] {
+    const uint32_t now = p.changes();
+    const bool moved = now != seen;
+    seen = now;
+    return moved;
+  };
+  EXPECT_EQ(p.lookup(lib, small), Profile::kUnknown);
+  EXPECT_FALSE(changed());
+  ASSERT_TRUE(p.claim(lib, small));  // an unknown class has no memo to void
+  EXPECT_FALSE(changed());
+  Row s = row(small, "native");
+  s.size = "1024x10x256";
+  p.record(lib, s);
+  EXPECT_TRUE(changed());
+  EXPECT_STREQ(p.candidate_name(p.lookup(lib, small)), "native");  // a routed call
+  EXPECT_FALSE(changed());
+  p.begin_trial(lib, small);
+  EXPECT_TRUE(changed());
+  p.record(lib, s);  // the trial's end
+  EXPECT_TRUE(changed());
+  EXPECT_TRUE(p.measure_again(lib, small));
+  EXPECT_TRUE(changed());
+  ASSERT_TRUE(p.claim(lib, small));
+  p.release(lib, small);
+  EXPECT_TRUE(changed());
+  // The home moves to oneDNN: native's classes are sent back to measurement by that record.
+  ASSERT_TRUE(p.claim(lib, large));
+  Row l = row(large, "onednn");
+  l.size = "1024x256x1024";
+  p.record(lib, l);
+  EXPECT_TRUE(changed());
+  // A class first read from the file.
+  EXPECT_STREQ(p.candidate_name(p.lookup(lib, class_of(gemm(64, 64, 64)))), "native");
+  EXPECT_TRUE(changed());
+  EXPECT_STREQ(p.candidate_name(p.lookup(lib, class_of(gemm(64, 64, 64)))), "native");
+  EXPECT_FALSE(changed());
+}
+
 TEST_F(ProfileFiles, TheGemmClassesOfACandidateForItsWarmUp) {
   {
     Profile p(cfg_);
