@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 
 #include "capture/ir/node.hpp"
 
@@ -48,6 +49,26 @@ extern std::atomic<double> g_native_below[];
 inline double native_below(Sym s) noexcept {
   return g_native_below[static_cast<size_t>(s)].load(std::memory_order_relaxed);
 }
+
+// A thread's memo of its GEMM calls that stay native. Under auto, a call of a class measured
+// native costs the routed path (a node, its class, a profile lookup: about 80 ns, 6 % of a 40^3
+// SGEMM) only at its first call on a thread: the executor offers such a call to the memo, and the
+// wrapper keeps it by its arguments, exactly (memo_keep); the entry stub then sends the same call
+// straight to native, as it does a small one (stays_native). Only GEMM, whose class the register
+// arguments determine. An entry holds while the profile is unchanged (Profile::changes()), no
+// trial in use is open and no device holds data; tracing and verify never ask (native_below() is
+// 0 then).
+struct MemoKey {
+  uint64_t a, b, c;
+};
+inline MemoKey memo_key(int m, int n, int k, int f0, int f1, int f2) noexcept {
+  auto pair = [](int x, int y) {
+    return static_cast<uint64_t>(static_cast<uint32_t>(x)) << 32 | static_cast<uint32_t>(y);
+  };
+  return {pair(m, n), pair(k, f0), pair(f1, f2)};
+}
+bool stays_native(Sym s, const MemoKey& key) noexcept;
+void memo_keep(Sym s, const MemoKey& key) noexcept;
 
 // A BLAS size argument as the flop counts use it: negative counts as 0.
 template <class I>

@@ -743,7 +743,42 @@ bool executor_always_native(Sym sym, const void* native) noexcept {
   return ex->router.always_native(op, symbol_dtype(sym), native_kind(sym, native));
 }
 
+namespace {
+// The memo (capture.hpp): a few entries per thread, by a hash of the call's arguments. `changes`:
+// Profile::changes() when the call was routed (0: empty).
+struct MemoEntry {
+  MemoKey key;
+  uint32_t changes;
+  Sym sym;
+};
+constexpr size_t kMemoEntries = 8;
+SOL_TLS MemoEntry t_memo[kMemoEntries];
+SOL_TLS uint32_t t_memo_offer = 0;  // set by execute(): this thread's call stays native, as of then
+
+MemoEntry& memo_entry(Sym s, const MemoKey& k) noexcept {
+  const uint64_t mixed = k.a ^ k.b * 0x9e3779b97f4a7c15ull ^ k.c ^ static_cast<uint64_t>(s);
+  const uint64_t h = mixed * 0xff51afd7ed558ccdull;
+  return t_memo[h >> 61];
+}
+}  // namespace
+
+bool stays_native(Sym s, const MemoKey& key) noexcept {
+  const MemoEntry& e = memo_entry(s, key);
+  if (e.sym != s || e.key.a != key.a || e.key.b != key.b || e.key.c != key.c || e.changes == 0) return false;
+  Executor* ex = g_exec.load(std::memory_order_acquire);
+  return ex && e.changes == ex->profile.changes() && !ex->trial_open.load(std::memory_order_relaxed) &&
+         !lazy::any_guarded();
+}
+
+void memo_keep(Sym s, const MemoKey& key) noexcept {
+  const uint32_t changes = t_memo_offer;
+  if (!changes) return;
+  t_memo_offer = 0;
+  memo_entry(s, key) = {key, changes, s};
+}
+
 const char* execute(Node& node, NativeFn program_native) noexcept {
+  t_memo_offer = 0;
   // Every way to the program's own library passes what the lazy executor holds back first.
   auto host_native = [&]() noexcept {
     before_host_node(node);
@@ -787,6 +822,7 @@ const char* execute(Node& node, NativeFn program_native) noexcept {
   if (ex->measured && flops >= hal::Router::kMeasureFlops &&
       ex->router.automatic(node, flops)) {
     const char* ran_on = nullptr;
+    const uint32_t changes = ex->profile.changes();  // before the lookup: a change after it voids the memo
     measured = measured_choice(*ex, node, flops, native, ran_on, err, checked, trial);
     if (ran_on) return ran_on;  // the class's first call, made while measuring
     // A class that stays native, the common case: straight there (the library checks arguments).
@@ -799,6 +835,10 @@ const char* execute(Node& node, NativeFn program_native) noexcept {
         return "native";
       }
       ex->note_beside(nullptr);
+      // Offered to the wrapper's memo: a GEMM's own arguments are its class (node.op), in a
+      // process with no trial open, whose calls note_beside() must see.
+      if (node.op == Op::gemm && node.api != Api::dnnl && !ex->trial_open.load(std::memory_order_relaxed))
+        t_memo_offer = changes;
       native();
       return "native";
     }

@@ -177,15 +177,20 @@ def flops_expr(r, value, left):
     return FLOPS_NAMES.sub(sub, r.flops)
 
 
-def flops_check(r, sym, native, call, fortran, sized=False):
+def flops_check(r, sym, native, call, fortran, sized=False, memo=None):
     """Lines that send a small call straight to native, before any node is built. `sized`: the
-    entry stub can check sizes itself (size_predicate), and is told to from the first call here."""
+    entry stub can check sizes itself (size_predicate), and is told to from the first call here.
+    `memo`: the call's memo key (memo_key()), asked here where no entry stub asked it."""
     expr = wrapper_flops_expr(r, fortran)
     if sized:
-        return ["  if (const double sol_below = sol::capture::native_below(Sym::%s); sol_below > 0) {" % sym,
-                "    sol::interpose::check_size_at_entry(Sym::%s);" % sym,
-                "    if ((%s) < sol_below) return %s(%s);" % (expr, native, call),
-                "  }"]
+        lines = ["  if (const double sol_below = sol::capture::native_below(Sym::%s); sol_below > 0) {" % sym,
+                 "    sol::interpose::check_size_at_entry(Sym::%s);" % sym,
+                 "    if ((%s) < sol_below) return %s(%s);" % (expr, native, call)]
+        if memo:
+            lines += ["#if !SOL_ASM_ENTRIES",
+                      "    if (sol::capture::stays_native(Sym::%s, %s)) return %s(%s);" % (sym, memo, native, call),
+                      "#endif"]
+        return lines + ["  }"]
     return ["  if (const double sol_below = sol::capture::native_below(Sym::%s); sol_below > 0 && (%s) < sol_below)"
             % (sym, expr),
             "    return %s(%s);" % (native, call)]
@@ -203,6 +208,20 @@ def is_float_param(decl):
     return "*" not in decl and re.search(r"\b(float|double)\b", decl) is not None
 
 
+# What a GEMM's shape class (hal/profile.hpp) depends on, all passed in registers: its memo's key.
+MEMO_ARGS = ("m", "n", "k", "transa", "transb", "layout")
+
+
+def memo_key(r, params, fortran):
+    """A GEMM call's key in the thread's memo of calls that stay native (capture::memo_key), over
+    the wrapper's own arguments; None for other routines."""
+    names = [p[1] for p in params]
+    if r.op != "gemm" or not {"m", "n", "k", "transa", "transb"} <= set(names):
+        return None
+    value = (lambda a: "*" + a) if fortran else (lambda a: "static_cast<int>(%s)" % a)
+    return "sol::capture::memo_key(%s)" % ", ".join(value(a) if a in names else "0" for a in MEMO_ARGS)
+
+
 def size_predicate(r, sym, params, fortran):
     """The size check as a function of its own over the first arguments, which the entry stub
     calls with the argument registers saved (SOL_ENTRY_SIZED): (lines, saves_xmm), or None when
@@ -212,6 +231,9 @@ def size_predicate(r, sym, params, fortran):
     if "left" in FLOPS_NAMES.findall(r.flops):
         used.add("side")
     names = [p[1] for p in params]
+    memo = memo_key(r, params, fortran)
+    if memo:
+        used |= set(MEMO_ARGS) & set(names)
     if not used <= set(names):
         return None
     last = max((names.index(u) for u in used), default=-1)
@@ -222,7 +244,8 @@ def size_predicate(r, sym, params, fortran):
     lines = ["SOL_SLOW bool %s_small(%s) noexcept SOL_ASM_NAME(sol_small_%s);" % (sym, decl, sym),
              "bool %s_small(%s) noexcept {" % (sym, decl),
              "  const double sol_below = sol::capture::native_below(Sym::%s);" % sym,
-             "  return sol_below > 0 && (%s) < sol_below;" % expr,
+             "  return sol_below > 0 && ((%s) < sol_below%s);" % (
+                 expr, " || sol::capture::stays_native(Sym::%s, %s)" % (sym, memo) if memo else ""),
              "}"]
     return lines, any(is_float_param(d) for d, _ in params)
 
@@ -639,9 +662,10 @@ def c_decl(params):
 
 
 def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fill, header_checked=False,
-                 early=None, runner="run", small=None):
+                 early=None, runner="run", small=None, memo=None):
     """One exported function (plus aliases) forwarding to native symbol `sym` (the index-th symbol).
-    `small`: size_predicate()'s result, for an entry stub that checks sizes itself."""
+    `small`: size_predicate()'s result, for an entry stub that checks sizes itself. `memo`: the
+    call's memo key, kept after the call when the executor offers it (capture::memo_keep)."""
     decl, call = c_decl(params), c_call(params)
     fn = "%s_fn" % sym
     returns = ret != "void"
@@ -680,9 +704,12 @@ def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fi
         out.append("  " + line)
     if returns:
         out.append("  sol_call.%s([&]() noexcept { sol_node.ret.set(%s(%s)); });" % (runner, native, call))
-        out.append("  return sol_node.ret.get<%s>();" % ret)
     else:
         out.append("  sol_call.%s([&]() noexcept { %s(%s); });" % (runner, native, call))
+    if memo:
+        out.append("  sol::capture::memo_keep(Sym::%s, %s);" % (sym, memo))
+    if returns:
+        out.append("  return sol_node.ret.get<%s>();" % ret)
     out.append("}")
     out.append("}  // namespace")
     out.append("#if SOL_ASM_ENTRIES")
@@ -733,9 +760,11 @@ def generate(blas_path, dnnl_path, cublas_path, out_dir, cudnn_path=None):
         sym = r.name + "_"
         params = fortran_params(r)
         small = size_predicate(r, sym, params, fortran=True)
+        memo = memo_key(r, params, fortran=True) if small else None
         emit_wrapper(fort, sym=sym, index=len(symbols), export=sym, aliases=[r.name, r.name.upper()], ret=r.ret_ctype(),
                      params=params, op=r.op, dtype=r.dtype, fill=fortran_fill(r),
-                     early=flops_check(r, sym, "NATIVE", "CALL", fortran=True, sized=small is not None), small=small)
+                     early=flops_check(r, sym, "NATIVE", "CALL", fortran=True, sized=small is not None, memo=memo),
+                     small=small, memo=memo)
         symbols.append((sym, "blas", r.op, r.dtype, value_fields(r)))
         exports += [(sym, "blas"), (r.name, "blas"), (r.name.upper(), "blas")]
         if r.ret is not None:
@@ -763,11 +792,12 @@ def generate(blas_path, dnnl_path, cublas_path, out_dir, cudnn_path=None):
         fill = cblas_fill(r) + (["sol_node.result = result;"] if r.ret_complex() else [])
         ret = cblas_ret(r)
         small = size_predicate(r, name, params, fortran=False)
+        memo = memo_key(r, params, fortran=False) if small else None
         emit_wrapper(cb, sym=name, index=len(symbols), export=name, aliases=[],
                      ret="void" if r.ret_complex() else ret, params=params, op=r.op, dtype=r.dtype, fill=fill,
                      header_checked=True,
-                     early=flops_check(r, name, "NATIVE", "CALL", fortran=False, sized=small is not None),
-                     small=small)
+                     early=flops_check(r, name, "NATIVE", "CALL", fortran=False, sized=small is not None, memo=memo),
+                     small=small, memo=memo)
         symbols.append((name, "cblas", r.op, r.dtype, (["layout"] if r.level >= 2 else []) + value_fields(r)))
         exports.append((name, "cblas"))
     with open(os.path.join(out_dir, "blas_cblas.cpp"), "w") as f:

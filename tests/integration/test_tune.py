@@ -222,6 +222,57 @@ def test_a_class_measured_close_is_measured_again_in_the_other_half_of_its_sizes
     assert far.returncode == 0 and measured(far.stderr) == {}, far.stderr
 
 
+def test_each_call_goes_where_its_own_class_was_measured_to_go_call_after_call(cache):
+    """Fourteen SGEMM calls, interleaved for 40 rounds: the same sizes in each transposition, sizes
+    that share a class, Fortran and CBLAS in both layouts. Their classes go to native or to the
+    reference backend by the profile (set here: the reference's results differ from OpenBLAS's in
+    every one of them), and each call's result is the one of where its own class goes, in every
+    round. Without debug lines a thread remembers its calls that stay native (more calls than its
+    memo has entries): a call in another transposition, layout or size never follows one of them.
+    With info lines every call is seen and counted."""
+    rounds = 40
+    first = auto(cache, "interleaved_gemms", 2)
+    assert first.returncode == 0 and measured(first.stderr), first.stderr
+    [path] = profiles(cache)
+
+    def to_reference(api, ta, tb, m):
+        return (ta != tb) ^ (m >= 96) ^ (api == "C")
+
+    def row_to_reference(key, cls):
+        layout = int(key, 16) >> 12 & 3  # none (Fortran), column-major, row-major (hal/profile.cpp)
+        ta, tb = re.search(r"transa=(\w) transb=(\w)", cls).groups()
+        m = int(re.search(r" m=(\d+)", cls).group(1))
+        return to_reference("FCR"[layout], ta, tb, m)
+
+    with open(path) as f:
+        lines = f.read().splitlines()
+    for i, l in enumerate(lines):
+        if l.startswith("row\t"):
+            f = l.split("\t")
+            ref = row_to_reference(f[2], f[3])
+            rates = ["native=%d" % (50 if ref else 100), "onednn=50", "reference=%d" % (100 if ref else 50)]
+            lines[i] = "\t".join(f[:5] + ["reference" if ref else "native"] + rates)
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    native = run([str(PROGRAMS / "interleaved_gemms"), str(rounds)], preload=False, env=ONE_THREAD)
+    reference = run([str(PROGRAMS / "interleaved_gemms"), str(rounds)],
+                    env={"SOL_BACKEND": "reference", **ONE_THREAD})
+    assert native.returncode == 0 and reference.returncode == 0, (native.stderr, reference.stderr)
+    expected = []
+    for n, r in zip(native.stdout.splitlines(), reference.stdout.splitlines()):
+        api, ta, tb, m = re.match(r"(\w) (\w)(\w) (\d+)x", n).groups()
+        assert n != r, "the reference backend computes %s as OpenBLAS does: nothing to tell them apart" % n
+        expected.append(r if to_reference(api, ta, tb, int(m)) else n)
+    for log in ("warn", "debug"):
+        got = auto(cache, "interleaved_gemms", rounds, SOL_LOG=log)
+        assert got.returncode == 0 and measured(got.stderr) == {}, got.stderr
+        assert got.stdout.splitlines() == expected, (log, got.stdout, expected)
+    counted = auto(cache, "interleaved_gemms", rounds, SOL_LOG="info")
+    calls = 14 * rounds
+    assert "sol: %d calls: " % calls in counted.stderr, counted.stderr
+    assert counted.stdout.splitlines() == expected, counted.stdout
+
+
 def test_a_backend_that_slows_the_programs_next_call_is_charged_for_it_in_a_mixed_program(cache):
     """A short call routed away from the program's library, in a program that also calls its
     library, is followed by the program's own calls: a candidate whose threads keep the cores
