@@ -51,7 +51,7 @@ inline double native_below(Sym s) noexcept {
 }
 
 // A thread's memo of its GEMM calls that stay native. Under auto, a call of a class measured
-// native costs the routed path (a node, its class, a profile lookup: about 80 ns, 6 % of a 40^3
+// native costs the routed path (a node, its class, a profile lookup: about 75 ns, 5 % of a 40^3
 // SGEMM) only at its first call on a thread: the executor offers such a call to the memo, and the
 // wrapper keeps it by its arguments, exactly (memo_keep); the entry stub then sends the same call
 // straight to native, as it does a small one (stays_native). Only GEMM, whose class the register

@@ -73,9 +73,9 @@ class Backend {
   virtual bool compiles_kernels() const noexcept { return false; }
 
   // How long this backend's worker threads keep spinning on the cores after a call before they
-  // sleep (OpenBLAS's: 2^28 cycles, about 0.13 s at 2 GHz; GNU OpenMP's far less). A library tried
-  // right after it runs beside them that long: auto's trial in use gives it that long to show
-  // its speed.
+  // sleep (OpenBLAS's: 2^28 cycles, about 0.13 s at 2 GHz; oneDNN's GNU OpenMP team's, about
+  // 10 ms). A library tried right after it runs beside them that long: auto's trial in use gives it
+  // that long to show its speed, and a measurement after the warm-up waits that long.
   virtual uint64_t spin_after_call_ns() const noexcept { return 0; }
 
   // What runs the work, for `sol backends` and traces: "OpenBLAS 0.3.21 (2 threads)".

@@ -26,8 +26,8 @@ namespace sol::capture::warm_up {
 void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept;
 
 // Before a measurement: waits for the warm-up to end (runs it here when its thread has not begun),
-// up to a second. A measurement beside it would time a backend on its set-up, and the others
-// beside a busy core.
+// up to a second, and then for its backends' workers to stop spinning (spin_after_call_ns). A
+// measurement beside it would time a backend on its set-up, and the others beside busy cores.
 void settle() noexcept;
 
 }  // namespace sol::capture::warm_up

@@ -54,6 +54,29 @@ TEST(OnednnInit, ExplainsAMissingLibrary) {
   EXPECT_NE(why.find("/nonexistent/libdnnl.so.2"), std::string::npos) << why;
 }
 
+// How long oneDNN's GNU OpenMP workers spin after a call (a measurement after the warm-up, and
+// auto's trial in use, wait that long): GOMP_SPINCOUNT's rounds, none when they wait passively.
+TEST(OnednnInit, ReportsHowLongItsOpenMPWorkersSpin) {
+  struct Case {
+    const char *policy, *count;
+    uint64_t ns;
+  };
+  const Case cases[] = {{nullptr, nullptr, 30'000'000},   {"passive", nullptr, 0},
+                        {"PASSIVE", "1M", 0},             {"active", nullptr, 300'000'000},
+                        {nullptr, "30000", 3'000'000},    {nullptr, "600k", 60'000'000},
+                        {nullptr, "1G", 300'000'000},     {nullptr, "INFINITY", 300'000'000}};
+  for (const Case& c : cases) {
+    c.policy ? setenv("OMP_WAIT_POLICY", c.policy, 1) : unsetenv("OMP_WAIT_POLICY");
+    c.count ? setenv("GOMP_SPINCOUNT", c.count, 1) : unsetenv("GOMP_SPINCOUNT");
+    auto backend = backends::onednn::create();
+    std::string why;
+    ASSERT_TRUE(backend->init(test_config(""), why)) << why;
+    EXPECT_EQ(backend->spin_after_call_ns(), c.ns) << (c.policy ? c.policy : "-") << " " << (c.count ? c.count : "-");
+  }
+  unsetenv("OMP_WAIT_POLICY");
+  unsetenv("GOMP_SPINCOUNT");
+}
+
 class OnednnGemm : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
