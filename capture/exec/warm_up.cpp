@@ -80,9 +80,8 @@ void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept {
           run_one(*b, g);
           ++ran;
         }
-        const uint64_t t1 = monotonic_ns();
-        if (const uint64_t quiet = t1 + b->spin_after_call_ns(); quiet > g_quiet_ns.load(std::memory_order_relaxed))
-          g_quiet_ns.store(quiet, std::memory_order_release);
+        const uint64_t t1 = monotonic_ns(), quiet = t1 + b->spin_after_call_ns();
+        if (quiet > g_quiet_ns.load(std::memory_order_relaxed)) g_quiet_ns.store(quiet, std::memory_order_release);
         SOL_LOG(debug, "warmed %s up for %zu class%s in %.1f ms", name.c_str(), ran, ran == 1 ? "" : "es",
                 static_cast<double>(t1 - t0) * 1e-6);
       }

@@ -71,7 +71,8 @@ TEST(OnednnInit, ReportsHowLongItsOpenMPWorkersSpin) {
     auto backend = backends::onednn::create();
     std::string why;
     ASSERT_TRUE(backend->init(test_config(""), why)) << why;
-    EXPECT_EQ(backend->spin_after_call_ns(), c.ns) << (c.policy ? c.policy : "-") << " " << (c.count ? c.count : "-");
+    EXPECT_EQ(backend->spin_after_call_ns(), c.ns)
+        << (c.policy ? c.policy : "-") << " " << (c.count ? c.count : "-");
   }
   unsetenv("OMP_WAIT_POLICY");
   unsetenv("GOMP_SPINCOUNT");
