@@ -133,8 +133,15 @@ int halves_of(const capture::Node& node) noexcept {
   return halves(node.blas.m, node.blas.n, node.blas.k);
 }
 
+namespace {
+// The sub-class of class `key` for a call in halves `h` (halves_of).
+uint64_t sub_class(uint64_t key, int h) noexcept {
+  return key | kSubClass | static_cast<uint64_t>(h) << kHalvesShift;
+}
+}  // namespace
+
 uint64_t sub_class_of(const capture::Node& node) noexcept {
-  return class_of(node) | kSubClass | static_cast<uint64_t>(halves_of(node)) << kHalvesShift;
+  return sub_class(class_of(node), halves_of(node));
 }
 
 namespace {
@@ -394,8 +401,10 @@ int Profile::lookup(int native, uint64_t& key, const capture::Node& node) noexce
   const int v = lookup(native, key, slot);
   if (v < 0 || !slot) return v;
   const int split = slot->split.load(std::memory_order_relaxed);
-  if (split < 0 || split == halves_of(node)) return v;
-  key = sub_class_of(node);
+  if (split < 0) return v;
+  const int h = halves_of(node);
+  if (split == h) return v;
+  key = sub_class(key, h);  // the class and the halves this call already has
   return lookup(native, key);
 }
 
