@@ -38,14 +38,12 @@ Job::Job(Device& dev, const Node& node)
 }
 
 Job::~Job() {
-  if (!res_) {
-    rt_.cudaStreamSynchronize(stream_);
-    return;
-  }
+  if (!res_ || slots_) rt_.cudaStreamSynchronize(stream_);  // the slot buffers are the next node's
+  if (!res_) return;
   // Our references to the operands' buffers; a buffer freed now is freed in stream order, after
   // the commands queued on it.
   for (int i = 0; i < count_; ++i)
-    if (ops_[i].buf) res_->device().release(ops_[i].buf);
+    if (ops_[i].buf && !ops_[i].slot) res_->device().release(ops_[i].buf);
 }
 
 const Operand* Job::find(char name) const noexcept {
@@ -101,11 +99,24 @@ cudaError_t Job::write(int slot, Operand& o) {
 }
 
 Reason Job::upload() {
+  // Lazily: whether a result comes back at once (the node then waits), and why.
+  const char* waits = nullptr;
+  if (res_)
+    for (int i = 0; i < count_ && !waits; ++i)
+      if (ops_[i].ext.written && ops_[i].shape != Shape::host && ops_[i].device_bytes > 0)
+        waits = res_->comes_back(ops_[i]);
   for (int i = 0; i < count_; ++i) {
     Operand& o = ops_[i];
-    if (res_) {  // rotm's param, read on the host, must be current there too
-      if (Reason r = res_->bind(o, es_); r != Reason::ok) return r;
-      continue;
+    if (res_) {
+      const char* why = waits && o.shape != Shape::host && o.device_bytes > 0 ? res_->comes_back(o) : nullptr;
+      if (!why) {  // rotm's param, read on the host, must be current there too
+        if (Reason r = res_->bind(o, es_); r != Reason::ok) return r;
+        continue;
+      }
+      // Neither held nor keepable, in a node that waits: as eagerly, once the host is current.
+      res_->host_ready(o.ext.ptr, o.ext.bytes, o.ext.written);
+      if (o.ext.written) hal::transfers::note_eager(why);
+      o.slot = slots_ = true;
     }
     if (o.shape == Shape::host || o.device_bytes == 0) continue;
     cudaError_t err = cudaSuccess;
@@ -115,6 +126,11 @@ Reason Job::upload() {
     err = o.ext.read ? write(i, o) : rt_.cudaMemsetAsync(o.buf, 0, o.device_bytes, stream_);
     if (err != cudaSuccess) return fail(err, o.ext.read ? "upload" : "cudaMemsetAsync");
   }
+  // A copy made in this node of memory that a slot operand writes (C aliasing A) goes: the host's
+  // bytes will be the only current ones.
+  if (slots_)
+    for (int i = 0; i < count_; ++i)
+      if (ops_[i].slot && ops_[i].ext.written) res_->host_ready(ops_[i].ext.ptr, ops_[i].ext.bytes, true);
   return Reason::ok;
 }
 

@@ -20,7 +20,9 @@
 // Lazily (the device has an active Resident, resident.hpp), operands come from and results stay
 // in the device copies the Resident keeps, as opencl's Job does: upload() copies only what the
 // device does not have (the host data is consumed before it returns), download() fetches only
-// what cannot stay, and the destructor does not wait: the node is pending until a flush.
+// what cannot stay, and the destructor does not wait: the node is pending until a flush. In a node
+// that waits anyway (a result that cannot stay), an operand the Resident neither holds nor could
+// keep moves as eagerly: slot buffers, asynchronous copies; download() waits for them.
 #pragma once
 
 #include <cstddef>
@@ -66,6 +68,7 @@ inline constexpr int kMaxJobOperands = 4;
 struct Operand : DeviceOperand {
   void* buf = nullptr;  // the device buffer
   bool kept = false;  // lazy: the result stays on the device (Resident), not downloaded
+  bool slot = false;  // lazy, in a node that waits: moved as eagerly, in the Job's slot buffer
 };
 
 // The operands of a valid column-major BLAS node with their device layout. Returns how many.
@@ -114,6 +117,7 @@ class Job {
   size_t es_;
   Operand ops_[kMaxJobOperands];
   int count_ = 0;
+  bool slots_ = false;  // lazily, some operand moved as eagerly (Operand::slot)
 };
 
 }  // namespace sol::backends::cuda
