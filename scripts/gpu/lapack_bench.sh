@@ -8,6 +8,13 @@
 #             eager (each call's operands up and its results back); the bytes from `sol: transfers:`
 #   sol-cuda-lazy  the same, lazily (SOL_LAZY's default): the factors stay on the device between
 #             calls, written back when the host reads them
+# and, named in LAPACK_METHODS only, two rows that split lazy's cost from eager's:
+#   sol-cuda-served  eager, with large allocations served by SOL as the lazy executor serves them
+#             (SOL_TEST_SERVE_FROM=65536): the cost of serving alone
+#   sol-cuda-lazy-unserved  lazily, nothing served (SOL_LAZY_MIN_BYTES=2^40): every operand moves
+#             as eagerly, through the lazy executor's path
+# LAPACK_METHODS and LAPACK_ROUTINES (space-separated) choose rows and routines; LAPACK_REPEAT=K
+# runs each row K times in turn (rows named METHOD#2...), so that alternating runs can be compared.
 # bench/lapack.c checks each run (scaled backward error below 30, by plain substitution, no BLAS)
 # and prints a checksum of the factors; a GPU row agrees when its checksum is within 1e-6 of the
 # cpu row's. Prints the table (format: README, Benchmarks, "LAPACK on the GPU") to stdout and to
@@ -79,7 +86,7 @@ fi
 run() {
   local method=$1 routine=$2 left=$((deadline - SECONDS - 3)) limit
   limit=$((left < 50 ? left : 50))
-  local stem=$logs/$method.$routine
+  local stem=$logs/$3.$routine
   if [ "$limit" -lt 5 ]; then
     echo "SKIP: no time left of the ${LAPACK_BUDGET_S:-210} s budget" > "$stem.err"
     return 1
@@ -95,6 +102,13 @@ run() {
     sol-cuda-lazy)
       LD_LIBRARY_PATH=$base_path$cuda_path SOL_BACKEND=cuda SOL_LOG=info \
         LD_PRELOAD=$build/libsol.so timeout "$limit" "$program" "$routine" "$n" > "$stem.txt" 2> "$stem.err" ;;
+    sol-cuda-served)
+      LD_LIBRARY_PATH=$base_path$cuda_path SOL_BACKEND=cuda SOL_LAZY=0 SOL_TEST_SERVE_FROM=65536 SOL_LOG=info \
+        LD_PRELOAD=$build/libsol.so timeout "$limit" "$program" "$routine" "$n" > "$stem.txt" 2> "$stem.err" ;;
+    sol-cuda-lazy-unserved)
+      LD_LIBRARY_PATH=$base_path$cuda_path SOL_BACKEND=cuda SOL_LAZY_MIN_BYTES=1099511627776 SOL_LOG=info \
+        LD_PRELOAD=$build/libsol.so timeout "$limit" "$program" "$routine" "$n" > "$stem.txt" 2> "$stem.err" ;;
+    *) echo "lapack_bench: unknown method $method" > "$stem.err"; return 1 ;;
   esac
 }
 field() {  # field FILE KEY: the value of KEY=... in the program's line
@@ -106,24 +120,37 @@ human() {  # bytes as GB/MB
 
 printf -v header '%-13s %-6s %6s %9s %8s %8s %10s %10s %9s  %s' method routine n seconds GFLOP/s first_s to_device back residual agrees
 say "$header"
-for routine in getrf potrf; do
+rows=
+for method in ${LAPACK_METHODS:-cpu nvblas sol-cuda sol-cuda-lazy}; do
+  rows="$rows $method"
+  for ((k = 2; k <= ${LAPACK_REPEAT:-1}; ++k)); do [ "$method" = cpu ] || rows="$rows $method#$k"; done
+done
+# Repeats alternate: every row once, then every row again.
+ordered=
+for ((k = 1; k <= ${LAPACK_REPEAT:-1}; ++k)); do
+  for r in $rows; do
+    case $r in *"#$k") ordered="$ordered $r" ;; *"#"*) ;; *) [ $k = 1 ] && ordered="$ordered $r" ;; esac
+  done
+done
+for routine in ${LAPACK_ROUTINES:-getrf potrf}; do
   ref_sum=
-  for method in cpu nvblas sol-cuda sol-cuda-lazy; do
-    stem=$logs/$method.$routine
+  for label in $ordered; do
+    method=${label%#*}
+    stem=$logs/$label.$routine
     if [ "$method" != cpu ] && [ $gpu = 0 ]; then
-      printf -v row '%-13s %-6s %6s  SKIP: no GPU (nvidia-smi -L lists none)' "$method" "$routine" "$n"
+      printf -v row '%-13s %-6s %6s  SKIP: no GPU (nvidia-smi -L lists none)' "$label" "$routine" "$n"
       say "$row"
       continue
     fi
     if [ "$method" = nvblas ] && [ -z "$nvblas" ]; then
-      printf -v row '%-13s %-6s %6s  SKIP: no libnvblas.so (ld.so cache, /usr/local/cuda, pip wheels)' "$method" "$routine" "$n"
+      printf -v row '%-13s %-6s %6s  SKIP: no libnvblas.so (ld.so cache, /usr/local/cuda, pip wheels)' "$label" "$routine" "$n"
       say "$row"
       continue
     fi
-    run "$method" "$routine"
+    run "$method" "$routine" "$label"
     rc=$?
     if ! grep -q '^lapack ' "$stem.txt" 2> /dev/null; then
-      printf -v row '%-13s %-6s %6s  FAIL: exit %s: %s' "$method" "$routine" "$n" "$rc" \
+      printf -v row '%-13s %-6s %6s  FAIL: exit %s: %s' "$label" "$routine" "$n" "$rc" \
         "$(grep -v '^$' "$stem.err" 2> /dev/null | tail -1 | cut -c1-100)"
       say "$row"
       failed=1
@@ -131,7 +158,7 @@ for routine in getrf potrf; do
     fi
     sum=$(field "$stem.txt" checksum)
     up=- down=-
-    if [ "${method%-lazy}" = sol-cuda ]; then
+    if [ "${method#sol-cuda}" != "$method" ]; then
       line=$(grep -m1 'sol: transfers:' "$stem.err")
       up=$(human "$(echo "$line" | sed -n 's/.* \([0-9]*\) bytes to the device.*/\1/p')")
       down=$(human "$(echo "$line" | sed -n 's/.* \([0-9]*\) bytes back.*/\1/p')")
@@ -151,8 +178,8 @@ for routine in getrf potrf; do
     fi
     [ "$rc" != 0 ] && agrees="$agrees, exit $rc"
     case $agrees in NO*|*exit*) failed=1 ;; esac
-    [ "${method%-lazy}" = sol-cuda ] && [ "$up" = none ] && { agrees="$agrees, NOT on the device"; failed=1; }
-    printf -v row '%-13s %-6s %6s %9s %8s %8s %10s %10s %9s  %s' "$method" "$routine" "$n" \
+    [ "${method#sol-cuda}" != "$method" ] && [ "$up" = none ] && { agrees="$agrees, NOT on the device"; failed=1; }
+    printf -v row '%-13s %-6s %6s %9s %8s %8s %10s %10s %9s  %s' "$label" "$routine" "$n" \
       "$(field "$stem.txt" seconds)" "$(field "$stem.txt" gflops)" "$(field "$stem.txt" first)" "$up" "$down" \
       "$(field "$stem.txt" residual)" "$agrees"
     say "$row"
