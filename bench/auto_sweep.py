@@ -125,8 +125,9 @@ def main():
                 # auto measures this size's class once, here, in a process long enough for a trial
                 # in use (a candidate measured beside native's spinning threads; see README): the
                 # measurement's few calls, the candidate's turn (0.3 s, three calls at least) and
-                # native's (three calls at least), about twelve calls of a large size at 150 GFLOP/s
-                measure("auto", dtype, n, trans, max(0.5, 12 * 2.0 * n ** 3 / 150e9))
+                # native's (three calls at least), and while the candidate is ahead a second of
+                # each (0.2 s, and three calls); about sixteen calls of a large size at 150 GFLOP/s
+                measure("auto", dtype, n, trans, max(0.8, 16 * 2.0 * n ** 3 / 150e9))
                 best = {}
                 rounds = ROUNDS if n <= 1024 else 2
                 for more in (False, True):

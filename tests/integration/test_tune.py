@@ -393,6 +393,30 @@ def test_a_candidate_measured_beside_natives_threads_is_tried_in_use(cache):
     assert r.stdout.split(" after")[0] == direct.stdout.split(" after")[0]
 
 
+def test_natives_turn_in_a_slow_spell_is_not_the_last_word(cache):
+    """On a shared machine a library's threads go through spells at two thirds of their speed. One
+    that covers native's measured call and its first turn in a trial must not decide the class: a
+    candidate still ahead after native's turn gets a second turn, and native a second one after
+    it. The knob slows every timed native call 1.4x until native's first turn ends; native's
+    figure in the trial is then its own rate, from its second turn."""
+    def judge(r):
+        got = measured(r.stderr)
+        [(cls, _)] = got.keys()
+        native_measured = got[(cls, "sgemm_")][0]["native"]
+        tried = trials(r.stderr)
+        # Load can slow native's second turn as much as the knob slowed its first.
+        ok = len(tried) == 1 and tried[0][1] == cls and tried[0][3] > 1.25 * native_measured
+        return (tried[0], native_measured) if ok else None
+
+    r, ((candidate, _, in_use, native, choice), native_measured) = undisturbed(
+        cache, judge, "no trial, or native's figure in it no faster than in the spell", "repeated_gemm", 128, 1.5,
+        SOL_TEST_SLOW="native:spell")
+    assert choice == (candidate if in_use > 1.03 * native else "native"), (in_use, native, choice)
+    [path] = profiles(cache)
+    [row] = rows(path)
+    assert row[5] == choice and abs(float(dict(r.split("=") for r in row[6:])["native"]) - native) < 0.1, row
+
+
 def test_a_slow_candidate_loses_its_trial_early(cache):
     """Ten times slower in use too: once native's threads have gone quiet (0.15 s into its turn),
     its best call is still far behind native's measured call, so the trial ends there, without
@@ -418,7 +442,7 @@ def test_a_slow_candidate_loses_its_trial_early(cache):
 def test_no_trial_in_a_mixed_program(cache):
     """measured_calls' second class is measured after the program's own library ran the first:
     measured between native calls, it needs no trial; its first class, alone, gets one unless
-    oneDNN beat native's best run on the copies there by 1.5x (which a loaded machine can make
+    oneDNN beat native's best run on the copies there by 2x (which a loaded machine can make
     it do; a short program ends before a trial is over: the measured choice stands in the
     profile)."""
     r = auto(cache, "measured_calls", 128)
@@ -427,9 +451,9 @@ def test_no_trial_in_a_mixed_program(cache):
     trying = [l for l in r.stderr.splitlines() if l.startswith("sol: trying")]
     assert all("transb=T" in l for l in trying), r.stderr
     rates = rates_of(got[0].group(4))
-    # 1.5x ahead of native's best, oneDNN may still be tried: when that best is the program's
+    # 2x ahead of native's best, oneDNN may still be tried: when that best is the program's
     # call (first use), no run on the copies having beaten it.
-    assert len(trying) == 1 or (not trying and rates["onednn"] > 1.5 * rates["native"]), r.stderr
+    assert len(trying) == 1 or (not trying and rates["onednn"] > 2 * rates["native"]), r.stderr
     assert len(rows(profiles(cache)[0])) == 2
 
 

@@ -286,11 +286,20 @@ TEST(Measure, ACandidate1_5xAheadOfNativesCallAloneIsStillTriedInUse) {
   });
 }
 
-TEST(Measure, ACandidate1_5xAheadOfNativesRunsOnTheCopiesIsNotTried) {
-  // 1.75x ahead of native's best run on the copies (0.35 ms): it wins in use too, no trial.
-  in_an_undisturbed_native_race(0.4e-3, 0.35e-3, 0.2e-3, "ahead-of-copies", [](const NativeRace& r) {
+TEST(Measure, ACandidate2xAheadOfNativesRunsOnTheCopiesIsNotTried) {
+  // 2.25x ahead of native's best run on the copies (0.45 ms): it wins in use too, no trial.
+  in_an_undisturbed_native_race(0.5e-3, 0.45e-3, 0.2e-3, "ahead-of-copies", [](const NativeRace& r) {
     EXPECT_EQ(r.row.choice, r.other_name);
     EXPECT_EQ(r.row.trial, "");
+  });
+}
+
+TEST(Measure, ACandidate1_75xAheadOfNativesRunsOnTheCopiesIsStillTried) {
+  // 1.75x ahead of native's best run on the copies (0.35 ms): native may have run in a slow spell
+  // of the machine's (two thirds of its speed, seen), and the candidate is tried in use.
+  in_an_undisturbed_native_race(0.4e-3, 0.35e-3, 0.2e-3, "spell-of-copies", [](const NativeRace& r) {
+    EXPECT_EQ(r.row.choice, r.other_name);
+    EXPECT_EQ(r.row.trial, r.other_name);
   });
 }
 
