@@ -41,34 +41,38 @@ namespace {
 
 // Created by start_executor() and never destroyed: calls may arrive while the process exits.
 // A candidate tried in use (measure.hpp, Row::trial) against the measured choice, the incumbent
-// (native, or with native left out a CPU backend): for a while the class's calls go to it, timed,
-// then a few to the incumbent, and the choice is made from what they took.
+// (native, or with native left out a CPU backend), in three turns, each of the class's calls timed:
+// the incumbent's, the candidate's, and the incumbent's again; the choice is made from what they
+// took.
+// - The incumbent's first turn gives it its figure in use: its measured one may be the program's
+//   call, which paid for first touches (the MLP's first class: native at 68 GFLOP/s measured,
+//   about 170 in use), or a run beside the candidate's threads. The candidate then runs against
+//   that figure, and leaves early when it cannot win (a 20-step loop's first class used to stay
+//   on oneDNN at 100 GFLOP/s for the whole loop).
+// - The incumbent's second turn, 0.3 s after its first: on a shared machine a library's threads
+//   go through spells of up to a second at two thirds of their speed (OpenBLAS's 256^3 TN SGEMM
+//   at 110-130 GFLOP/s instead of 175-188, its own calls alone), and one turn may fall into one
+//   where the candidate's did not.
 struct Trial {
   int native;
   uint64_t key;
   hal::profile::Row row;  // the measurement (its choice, the incumbent, so far)
   hal::Backend* backend;
   hal::Backend* incumbent;  // nullptr: native
-  double incumbent_gflops;  // measured; then the best of the incumbent's own calls in its turn
-  uint64_t until_ns;        // the candidate's turn ends at its first call from then on (and its third)
+  double incumbent_gflops;  // measured; then the best of the incumbent's own calls in its turns
+  // The incumbent's turn ends after at least 3 calls and once kIncumbentTurnNs have passed or,
+  // when the candidate's workers spin longer (Backend::spin_after_call_ns), that long: OpenBLAS's,
+  // tried against the program's dnnl_sgemm, slow oneDNN's team to a third of its speed or less
+  // until then. Its second ends earlier once it has won (its figure only rises).
+  uint64_t incumbent_until_ns;
+  int phase = 0;  // 0: the incumbent's first turn, 1: the candidate's, 2: the incumbent's second
+  bool incumbent_turn = true;
+  int incumbent_calls = 0;  // in both its turns
+  int turn_calls = 0;       // in this turn
+  uint64_t until_ns = 0;    // the candidate's turn ends at its first call from then on (and its third)
   double best_gflops = 0;
   int calls = 0;
   int settled_calls = 0;  // from kQuietNs into its turn on, or since the incumbent ran other classes
-  // Then the incumbent's turn, so that both are judged in use: its measurement may have run beside
-  // the candidate's threads as much as the reverse. It ends once the incumbent has won (its figure
-  // only rises) after at least 3 calls, else after kIncumbentTurnNs or, when the candidate's
-  // workers spin longer (Backend::spin_after_call_ns), after that: OpenBLAS's, tried against the
-  // program's dnnl_sgemm, slow oneDNN's team to a third of its speed or less until then.
-  bool incumbent_turn = false;
-  uint64_t incumbent_until_ns = 0;
-  int incumbent_calls = 0;  // in all its turns
-  int turn_calls = 0;       // in this turn
-  // A candidate still ahead after the incumbent's turn gets a second turn (kSecondTurnNs), and the
-  // incumbent a second one after it: on a shared machine a library's threads go through spells of
-  // a second or less at two thirds of their speed or below (OpenBLAS's 256^3 SGEMM at 110-130
-  // GFLOP/s instead of 175-188, on the 2-core EPYC, its own calls alone), and one short turn of
-  // the incumbent's may fall into one where the candidate's long one did not.
-  int round = 1;
   bool done = false;
   const char* incumbent_name() const noexcept { return incumbent ? incumbent->name() : "native"; }
 };
@@ -79,7 +83,6 @@ struct Trial {
 constexpr uint64_t kTrialNs = 300'000'000;
 constexpr uint64_t kQuietNs = 150'000'000;  // past OpenBLAS's spin after the incumbent's last call
 constexpr uint64_t kIncumbentTurnNs = 20'000'000;
-constexpr uint64_t kSecondTurnNs = 200'000'000;  // the candidate's second: the incumbent's turns apart
 
 struct Executor {
   config::Config cfg;
@@ -527,9 +530,10 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       for (const auto& r : row.rates)
         if (r.candidate == (native_in ? "native" : row.choice)) incumbent_gflops = r.gflops;
       auto t = std::make_unique<Trial>(
-          Trial{native, key, row, b, incumbent, incumbent_gflops, monotonic_ns() + kTrialNs});
-      SOL_LOG(debug, "trying %s in use for %s, then %s: measured beside each other's threads", b->name(),
-              hal::profile::class_text(key).c_str(), t->incumbent_name());
+          Trial{native, key, row, b, incumbent, incumbent_gflops,
+                monotonic_ns() + std::max(kIncumbentTurnNs, b->spin_after_call_ns())});
+      SOL_LOG(debug, "trying %s in use for %s, between two turns of %s's: measured beside each other's threads",
+              b->name(), hal::profile::class_text(key).c_str(), t->incumbent_name());
       // The measured choice is recorded first: it stands if the process ends before the trial.
       prof.record(native, row);
       std::lock_guard<std::mutex> lock(ex.trials_mu);
@@ -538,8 +542,8 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       ex.trial_incumbent.store(incumbent, std::memory_order_relaxed);
       ex.trial_open.store(true, std::memory_order_relaxed);
       prof.begin_trial(native, key);
-      // The next call goes to the candidate; this one, when nobody made it while measuring, to
-      // the incumbent.
+      // This call, when nobody made it while measuring, and the next go to the incumbent (its
+      // first turn).
       return ran_on || !incumbent ? nullptr : incumbent->name();
     }
     prof.record(native, row);
@@ -552,55 +556,45 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
 }
 
 // One call of a class on trial, at `gflops` (< 0: the candidate declined it), made by the
-// incumbent in its turn. Once the turns are over (the candidate's, the incumbent's, and while the
-// candidate is still ahead a second of each), the class goes to the candidate if its best call
-// beat the incumbent's best (measured or in use) by 3 %.
+// incumbent in its turn. Once the three turns are over (or the candidate left early), the class
+// goes to the candidate if its best call beat the incumbent's best (measured or in use) by 3 %.
 void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent) noexcept {
   std::lock_guard<std::mutex> lock(ex.trials_mu);
   if (t.done || by_incumbent != t.incumbent_turn) return;
   const uint64_t now = monotonic_ns();
-  if (!by_incumbent && t.round > 1) {  // its figure is known: this turn only spaces the incumbent's
-    if (gflops > t.best_gflops) t.best_gflops = gflops;
-    ++t.calls;
-    if (gflops >= 0 && now < t.until_ns) return;
-    if (gflops >= 0) {
-      t.incumbent_turn = true;
-      t.turn_calls = 0;
-      t.incumbent_until_ns = now + std::max(kIncumbentTurnNs, t.backend->spin_after_call_ns());
+  if (by_incumbent) {
+    if (gflops > t.incumbent_gflops) t.incumbent_gflops = gflops;
+    ++t.incumbent_calls;
+    const bool won = t.phase == 2 && 1.03 * t.incumbent_gflops >= t.best_gflops;
+    if (++t.turn_calls < 3 || (!won && now < t.incumbent_until_ns)) return;
+    if (t.phase == 0) {  // the candidate's turn
+      if (!t.incumbent) measure::native_turn_over();
+      t.phase = 1;
+      t.incumbent_turn = false;
+      t.until_ns = now + kTrialNs;
       return;
     }
-  } else if (!by_incumbent) {
+  } else {
     if (gflops > t.best_gflops) t.best_gflops = gflops;
     ++t.calls;
     if (now + kTrialNs >= t.until_ns + kQuietNs || ex.incumbent_beside.load(std::memory_order_relaxed))
       ++t.settled_calls;
-    // A candidate whose best call in use is still behind the incumbent's measured call once it
-    // runs as it will in this program cannot win: the incumbent's turn could only raise its
-    // figure, and each further call would cost the program what the candidate loses. That is
-    // once the incumbent's threads have gone quiet (kQuietNs into the candidate's turn), or at
-    // once in a program whose other classes keep them busy. 1.5x behind, one call there says so
-    // (three in all); 10 % behind, three calls there do. (Before that, OpenBLAS's spinning
-    // workers slow oneDNN's team to 4 GFLOP/s on a 256^3 SGEMM that it runs at 220, in a program
-    // calling nothing else.)
+    // A candidate whose best call in use is still behind the incumbent's figure once it runs as it
+    // will in this program cannot win: the incumbent's second turn could only raise that figure,
+    // and each further call would cost the program what the candidate loses. That is once the
+    // incumbent's threads have gone quiet (kQuietNs into the candidate's turn), or at once in a
+    // program whose other classes keep them busy. 1.5x behind, one call there says so (three in
+    // all); 10 % behind, three calls there do. (Before that, OpenBLAS's spinning workers slow
+    // oneDNN's team to 4 GFLOP/s on a 256^3 SGEMM that it runs at 220, in a program calling
+    // nothing else.)
     const bool lost = t.settled_calls > 0 && t.calls >= 3 &&
                       (t.settled_calls >= 3 ? 1.1 : 1.5) * t.best_gflops < t.incumbent_gflops;
     if (gflops >= 0 && !lost && (t.calls < 3 || now < t.until_ns)) return;
-    if (gflops >= 0 && !lost) {
+    if (gflops >= 0 && !lost) {  // the incumbent's second turn
+      t.phase = 2;
       t.incumbent_turn = true;
       t.turn_calls = 0;
       t.incumbent_until_ns = now + std::max(kIncumbentTurnNs, t.backend->spin_after_call_ns());
-      return;
-    }
-  } else {
-    if (gflops > t.incumbent_gflops) t.incumbent_gflops = gflops;
-    const bool won = 1.03 * t.incumbent_gflops >= t.best_gflops;
-    ++t.incumbent_calls;
-    if (++t.turn_calls < 3 || (!won && now < t.incumbent_until_ns)) return;
-    if (!t.incumbent) measure::native_turn_over();
-    if (!won && t.round == 1) {
-      t.round = 2;
-      t.incumbent_turn = false;
-      t.until_ns = now + kSecondTurnNs;
       return;
     }
   }
@@ -620,14 +614,14 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent) noe
     // mostly run; a trial that ends away from there is measured again beside those threads.
     const std::string home = ex.profile.home(t.native, t.key);
     if (!home.empty() && home != t.row.choice && ex.profile.measure_again(t.native, t.key)) {
-      SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d; measuring it again beside %s's threads",
+      SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns; measuring it again beside %s's threads",
               t.backend->name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls, t.incumbent_name(),
-              t.incumbent_gflops, t.incumbent_calls, home.c_str());
+              t.incumbent_gflops, t.incumbent_calls, t.phase == 2 ? 2 : 1, home.c_str());
       return;
     }
-    SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d; auto takes %s",
+    SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns; auto takes %s",
             t.backend->name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls, t.incumbent_name(),
-            t.incumbent_gflops, t.incumbent_calls, t.row.choice.c_str());
+            t.incumbent_gflops, t.incumbent_calls, t.phase == 2 ? 2 : 1, t.row.choice.c_str());
     ex.profile.record(t.native, t.row);
   } catch (...) {
     ex.profile.release(t.native, t.key);
