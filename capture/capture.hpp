@@ -45,7 +45,7 @@ void submit(Node& node, NativeFn native) noexcept;
 // Per symbol, from the router once its native library is known: nodes doing less work than this
 // go to native whatever else, and nothing is traced (0 until known, and whenever every node must
 // be planned or recorded). Lets the wrappers skip submit() for small calls on the default path.
-extern std::atomic<double> g_native_below[];
+extern std::atomic<double> g_native_below[] __asm__("sol_native_below");  // read by GEMM entry stubs too
 inline double native_below(Sym s) noexcept {
   return g_native_below[static_cast<size_t>(s)].load(std::memory_order_relaxed);
 }

@@ -63,7 +63,7 @@
   "pop %r9\n.cfi_adjust_cfa_offset -8\npop %r8\n.cfi_adjust_cfa_offset -8\n"           \
   "pop %rcx\n.cfi_adjust_cfa_offset -8\npop %rdx\n.cfi_adjust_cfa_offset -8\n"         \
   "pop %rsi\n.cfi_adjust_cfa_offset -8\npop %rdi\n.cfi_adjust_cfa_offset -8\n"
-#define SOL_ENTRY_SIZED_IMPL(name, index, save_xmm, restore_xmm) \
+#define SOL_ENTRY_SIZED_IMPL(name, index, fast, save_xmm, restore_xmm) \
   __asm__(SOL_ENTRY_HEAD(name)                                       \
           "cmpb $0, sol_modes+" #index "(%rip)\n"                      \
           "jne 1f\n"                                                   \
@@ -71,6 +71,7 @@
           "1:\n"                                                       \
           "cmpb $2, sol_modes+" #index "(%rip)\n"                      \
           "jne sol_slow_" #name "\n"                                   \
+          fast                                                         \
           SOL_SIZED_SAVE                                               \
           "sub $72, %rsp\n.cfi_adjust_cfa_offset 72\n"                  \
           save_xmm                                                     \
@@ -82,15 +83,32 @@
           "jz sol_slow_" #name "\n"                                    \
           "jmp *sol_slot_" #name "(%rip)\n"                            \
           SOL_ENTRY_TAIL(name));
-#define SOL_ENTRY_SIZED(name, index) SOL_ENTRY_SIZED_IMPL(name, index, "", "")
-#define SOL_ENTRY_SIZED_XMM(name, index)                                                          \
-  SOL_ENTRY_SIZED_IMPL(name, index,                                                               \
-                       "movq %xmm0, 0(%rsp)\nmovq %xmm1, 8(%rsp)\nmovq %xmm2, 16(%rsp)\n"         \
-                       "movq %xmm3, 24(%rsp)\nmovq %xmm4, 32(%rsp)\nmovq %xmm5, 40(%rsp)\n"       \
-                       "movq %xmm6, 48(%rsp)\nmovq %xmm7, 56(%rsp)\n",                           \
-                       "movq 0(%rsp), %xmm0\nmovq 8(%rsp), %xmm1\nmovq 16(%rsp), %xmm2\n"         \
-                       "movq 24(%rsp), %xmm3\nmovq 32(%rsp), %xmm4\nmovq 40(%rsp), %xmm5\n"       \
-                       "movq 48(%rsp), %xmm6\nmovq 56(%rsp), %xmm7\n")
+#define SOL_ENTRY_SIZED(name, index) SOL_ENTRY_SIZED_IMPL(name, index, "", "", "")
+#define SOL_XMM_SAVE                                                                              \
+  "movq %xmm0, 0(%rsp)\nmovq %xmm1, 8(%rsp)\nmovq %xmm2, 16(%rsp)\n"                              \
+  "movq %xmm3, 24(%rsp)\nmovq %xmm4, 32(%rsp)\nmovq %xmm5, 40(%rsp)\n"                            \
+  "movq %xmm6, 48(%rsp)\nmovq %xmm7, 56(%rsp)\n"
+#define SOL_XMM_RESTORE                                                                           \
+  "movq 0(%rsp), %xmm0\nmovq 8(%rsp), %xmm1\nmovq 16(%rsp), %xmm2\n"                              \
+  "movq 24(%rsp), %xmm3\nmovq 32(%rsp), %xmm4\nmovq 40(%rsp), %xmm5\n"                            \
+  "movq 48(%rsp), %xmm6\nmovq 56(%rsp), %xmm7\n"
+// A GEMM's own check first, in the stub, with no call: m * n * k from where the arguments are
+// (`m`, `n`, `k`: "(%rdx)" for a Fortran pointer, "%ecx" for a CBLAS value), times `scale` (2,
+// complex 8), against native_below() (g_native_below, by the symbol's index). A product that
+// overflows or is negative (an invalid dimension) goes on to sol_small_<name>, as does a call of
+// that size or more (the memo, stays_native). rax, r10, r11 and xmm8 are the caller's scratch.
+#define SOL_GEMM_SMALL(name, index, m, n, k, scale)                                               \
+  "movslq " m ", %rax\nmovslq " n ", %r10\nimul %r10, %rax\n"                                     \
+  "movslq " k ", %r11\nimul %r11, %rax\njo 2f\ntest %rax, %rax\njs 2f\n"                          \
+  "imul $" #scale ", %rax, %rax\njo 2f\n"                                                          \
+  "pxor %xmm8, %xmm8\ncvtsi2sdq %rax, %xmm8\nucomisd sol_native_below+8*" #index "(%rip), %xmm8\njae 2f\n"           \
+  "jmp *sol_slot_" #name "(%rip)\n"                                                               \
+  "2:\n"
+#define SOL_ENTRY_GEMM(name, index, m, n, k, scale) \
+  SOL_ENTRY_SIZED_IMPL(name, index, SOL_GEMM_SMALL(name, index, m, n, k, scale), "", "")
+#define SOL_ENTRY_GEMM_XMM(name, index, m, n, k, scale) \
+  SOL_ENTRY_SIZED_IMPL(name, index, SOL_GEMM_SMALL(name, index, m, n, k, scale), SOL_XMM_SAVE, SOL_XMM_RESTORE)
+#define SOL_ENTRY_SIZED_XMM(name, index) SOL_ENTRY_SIZED_IMPL(name, index, "", SOL_XMM_SAVE, SOL_XMM_RESTORE)
 #define SOL_ALIAS(alias, name)                     \
   __asm__(".globl " #alias "\n"                    \
           ".type " #alias ", @function\n"          \

@@ -241,13 +241,22 @@ def size_predicate(r, sym, params, fortran):
     if sum(not is_float_param(d) for d, _ in head) > 6 or sum(is_float_param(d) for d, _ in head) > 8:
         return None
     decl = ", ".join(d if n in used else d.rsplit(" ", 1)[0] for d, n in head) or "void"
+    # A GEMM's stub checks m * n * k itself first (SOL_ENTRY_GEMM), from the registers that hold
+    # them: the first six integer arguments, pointers in Fortran, values in CBLAS.
+    fast = None
+    ints = [n for d, n in params if not is_float_param(d)]
+    if r.op == "gemm" and all(w in ints[:6] for w in ("m", "n", "k")):
+        regs = ["rdi", "rsi", "rdx", "rcx", "r8", "r9"]
+        low = {"rdi": "edi", "rsi": "esi", "rdx": "edx", "rcx": "ecx", "r8": "r8d", "r9": "r9d"}
+        at = [regs[ints.index(w)] for w in ("m", "n", "k")]
+        fast = (["(%%%s)" % x if fortran else "%%%s" % low[x] for x in at], 8 if r.elem in "cz" else 2)
     lines = ["SOL_SLOW bool %s_small(%s) noexcept SOL_ASM_NAME(sol_small_%s);" % (sym, decl, sym),
              "bool %s_small(%s) noexcept {" % (sym, decl),
              "  const double sol_below = sol::capture::native_below(Sym::%s);" % sym,
              "  return sol_below > 0 && ((%s) < sol_below%s);" % (
                  expr, " || sol::capture::stays_native(Sym::%s, %s)" % (sym, memo) if memo else ""),
              "}"]
-    return lines, any(is_float_param(d) for d, _ in params)
+    return lines, any(is_float_param(d) for d, _ in params), fast
 
 
 def fortran_params(r):
@@ -713,7 +722,11 @@ def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fi
     out.append("}")
     out.append("}  // namespace")
     out.append("#if SOL_ASM_ENTRIES")
-    if small:
+    if small and small[2]:
+        (m, n, k), scale = small[2]
+        out.append("%s(%s, %d, \"%s\", \"%s\", \"%s\", %d)" % (
+            "SOL_ENTRY_GEMM_XMM" if small[1] else "SOL_ENTRY_GEMM", export, index, m, n, k, scale))
+    elif small:
         out.append("%s(%s, %d)" % ("SOL_ENTRY_SIZED_XMM" if small[1] else "SOL_ENTRY_SIZED", export, index))
     else:
         out.append("SOL_ENTRY(%s, %d)" % (export, index))

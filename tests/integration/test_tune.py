@@ -273,6 +273,38 @@ def test_each_call_goes_where_its_own_class_was_measured_to_go_call_after_call(c
     assert counted.stdout.splitlines() == expected, counted.stdout
 
 
+def test_the_entry_stubs_own_size_check_sends_exactly_the_calls_under_0_1_mflop_to_native(cache):
+    """Under auto a GEMM's entry stub checks m * n * k itself (SOL_ENTRY_GEMM) and sends a call under
+    0.1 MFLOP straight to native. Around that line, through the Fortran BLAS and CBLAS in both
+    layouts, real (2mnk flops: 36^3 under, 37^3 not) and complex (8mnk: 23^3 under, 24^3 not), with
+    the profile sending every measured class to the reference backend: each call's result says
+    where it ran. With SOL_LOG=info, which sees every call, the routed path decides alike."""
+    below = {"s": 36, "d": 36, "c": 23, "z": 23}
+    specs = [api + t + str(n + at) for api in "FCR" for t in "sdcz" for n in [below[t]] for at in (0, 1)]
+    first = auto(cache, "gemm_sizes", *[x for x in specs if int(x[2:]) > below[x[1]]])
+    assert first.returncode == 0 and len(measured(first.stderr)) == 12, first.stderr
+    [path] = profiles(cache)
+    with open(path) as f:
+        lines = f.read().splitlines()
+    for i, l in enumerate(lines):
+        if l.startswith("row\t"):
+            f = l.split("\t")
+            lines[i] = "\t".join(f[:5] + ["reference", "native=50", "reference=100"])
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    native = run([str(PROGRAMS / "gemm_sizes"), *specs], preload=False, env=ONE_THREAD)
+    reference = run([str(PROGRAMS / "gemm_sizes"), *specs], env={"SOL_BACKEND": "reference", **ONE_THREAD})
+    assert native.returncode == 0 and reference.returncode == 0, (native.stderr, reference.stderr)
+    expected = []
+    for spec, n, r in zip(specs, native.stdout.splitlines(), reference.stdout.splitlines()):
+        assert n != r, "the reference backend computes %s as the native library does" % spec
+        expected.append(r if int(spec[2:]) > below[spec[1]] else n)
+    for log in ("warn", "info"):
+        got = auto(cache, "gemm_sizes", *specs, SOL_LOG=log)
+        assert got.returncode == 0 and got.stdout.splitlines() == expected, (log, got.stdout, expected, got.stderr)
+    assert "sol: %d calls: " % len(specs) in got.stderr, got.stderr
+
+
 def test_a_backend_that_slows_the_programs_next_call_is_charged_for_it_in_a_mixed_program(cache):
     """A short call routed away from the program's library, in a program that also calls its
     library, is followed by the program's own calls: a candidate whose threads keep the cores
