@@ -45,8 +45,8 @@ namespace {
 // the incumbent's, the candidate's, and the incumbent's again; the choice is made from what they
 // took.
 // - The incumbent's first turn gives it its figure in use: its measured one may be the program's
-//   call, which paid for first touches (the MLP's first class: native at 68 GFLOP/s measured,
-//   about 170 in use), or a run beside the candidate's threads. The candidate then runs against
+//   call, which paid for first touches (the MLP's first class: native at 68 GFLOP/s measured, 185
+//   in its first turn), or a run beside the candidate's threads. The candidate then runs against
 //   that figure, and leaves early when it cannot win (a 20-step loop's first class used to stay
 //   on oneDNN at 100 GFLOP/s for the whole loop).
 // - The incumbent's second turn, 0.3 s after its first: on a shared machine a library's threads
