@@ -663,6 +663,22 @@ def test_with_native_left_out_the_runner_up_is_tried_in_use_against_the_choice(c
     assert r.stdout.split(" after")[0] == direct.stdout.split(" after")[0]
 
 
+def test_with_native_left_out_a_slow_candidate_is_judged_once_the_incumbents_threads_are_quiet(cache):
+    """With native left out, the program's call that begins the trial is the incumbent's (the
+    OpenBLAS instance's), the first of its first turn: not a call of another class that keeps its
+    threads busy, after which the candidate would be judged from its first call, beside those
+    threads still spinning (on a 16-core Xeon oneDNN left after three calls at a third of its
+    speed). A candidate ten times slower is judged only once 0.15 s of its turn have passed."""
+    r = auto(cache, "repeated_gemm", 128, 1.5, OPENBLAS_CORETYPE="Prescott", SOL_TEST_SLOW="onednn")
+    assert r.returncode == 0, r.stderr
+    [(candidate, _, in_use, incumbent, choice)] = trials(r.stderr, against="openblas")
+    assert candidate == "onednn" and choice == "openblas", r.stderr
+    [m] = [m for m in map(TRIED.match, r.stderr.splitlines()) if m]
+    # Its calls took at least this long, each at best its best call's time.
+    seconds = int(m.group(4)) * 2.0 * 128 ** 3 / (in_use * 1e9)
+    assert seconds > 0.1 and m.group(8) == "1", (seconds, m.group(0))
+
+
 def test_a_library_that_lost_every_class_is_left_out_of_the_next(cache):
     """A slow native library (the reference BLAS, plain loops) loses each class by 1.5x or more:
     once it lost two, and the program's calls run elsewhere, a new class is measured without it
