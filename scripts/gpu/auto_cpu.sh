@@ -1,0 +1,32 @@
+#!/bin/bash
+# auto on the GPU machine's own CPU: an AVX-512 Xeon that Debian's OpenBLAS 0.3.21 does not
+# recognise (it runs its Prescott kernels there), the case issue 10 was filed from. Prints the CPU,
+# `sol backends` (the below-par warning, the openblas backend's kernels) and bench/auto_sweep.py
+# over a few sizes, with gpu-carry/'s OpenBLAS as the native library and its oneDNN; the sweep's
+# table goes to stdout and $OUT/sweep.txt. Not among run_all.sh's default parts (PARTS=auto_cpu).
+#
+# Run from the repository root:
+#   SOL_BUILD=<dir with libsol.so, sol, bench/bench_gemm> OUT=<log dir> [AUTO_SIZES=64,256,1024]
+#   [AUTO_TRANS=NN,TN] [AUTO_TYPES=s,d] scripts/gpu/auto_cpu.sh
+set -u
+: "${SOL_BUILD:?set SOL_BUILD to the build directory}" "${OUT:?set OUT to a directory for logs}"
+root=$(pwd)
+# shellcheck source=scripts/gpu/common.sh
+. "$root/scripts/gpu/common.sh"
+build=$(cd "$SOL_BUILD" && pwd)
+export -n SOL_BUILD  # libsol warns of SOL_ variables it does not know
+mkdir -p "$OUT"
+out=$(cd "$OUT" && pwd)
+[ -x "$build/bench/bench_gemm" ] || { echo "FAIL: $build/bench/bench_gemm is missing"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if carry_open "$root/gpu-carry" "$tmp/carry"; then
+  export LD_LIBRARY_PATH="$carry_dir/openblas:$carry_dir/dnnl:$carry_dir/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+{
+  grep -m1 '^model name' /proc/cpuinfo
+  echo "cpus: $(nproc); avx512f: $(grep -qw avx512f /proc/cpuinfo && echo yes || echo no)"
+} | tee "$out/cpu.txt"
+"$build/sol" backends 2>&1 | tee "$out/backends.txt" | grep -E 'native|openblas|onednn|sol:' | cut -c1-200
+python3 "$root/bench/auto_sweep.py" "$build" --sizes "${AUTO_SIZES:-64,256,1024}" --trans "${AUTO_TRANS:-NN,TN}" \
+  --types "${AUTO_TYPES:-s,d}" 2>&1 | tee "$out/sweep.txt"
