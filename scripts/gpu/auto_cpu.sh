@@ -1,6 +1,6 @@
 #!/bin/bash
 # auto on the GPU machine's own CPU: an AVX-512 Xeon that Debian's OpenBLAS 0.3.21 does not
-# recognise (it runs its Prescott kernels there), the case issue 10 was filed from. Prints the CPU,
+# recognise (it runs its Prescott kernels there), the case auto measures for. Prints the CPU,
 # `sol backends` (the below-par warning, the openblas backend's kernels) and bench/auto_sweep.py
 # over a few sizes, with gpu-carry/'s OpenBLAS as the native library and its oneDNN; the sweep's
 # table goes to stdout and $OUT/sweep.txt. Not among run_all.sh's default parts (PARTS=auto_cpu).
