@@ -14,6 +14,8 @@
 #include "backends/common/blas_args.hpp"
 #include "capture/blas/blas.hpp"
 #include "capture/ir/node.hpp"
+#include "hal/backend.hpp"
+#include "hal/transfers.hpp"
 
 namespace sol::backends {
 
@@ -207,6 +209,40 @@ inline void store_into(const DeviceOperand& o, unsigned char* host, unsigned cha
     case Shape::raw: std::memcpy(host, staged, o.device_bytes); break;
     default: copy_columns(o, host, staged, false, es);
   }
+}
+
+// Lazily (a resident set, backends/common/resident.hpp), before a node's upload: why a result it
+// writes comes back at once (the node then waits), or nullptr when all of them may stay.
+template <class Resident, class Operand>
+const char* result_comes_back(Resident& res, const Operand* ops, int count) noexcept {
+  const char* why = nullptr;
+  for (int i = 0; i < count && !why; ++i)
+    if (ops[i].ext.written && ops[i].shape != Shape::host && ops[i].device_bytes > 0) why = res.comes_back(ops[i]);
+  return why;
+}
+
+// Lazily, one operand's upload in a node for which result_comes_back() said `waits`: bound to the
+// resident set's copy (found, or made to be kept; rotm's param, read on the host, made current
+// there too), or, in a node that waits, when the set neither holds nor could keep it, left to
+// move as eagerly (the operand's `slot`: the backend's slot buffer, written once the host's bytes
+// are current, which they are on return).
+template <class Resident, class Operand>
+hal::Reason bind_lazily(Resident& res, Operand& o, size_t es, const char* waits) {
+  const char* why = waits && o.shape != Shape::host && o.device_bytes > 0 ? res.comes_back(o) : nullptr;
+  if (!why) return res.bind(o, es);
+  res.host_ready(o.ext.ptr, o.ext.bytes, o.ext.written);
+  if (o.ext.written) hal::transfers::note_eager(why);
+  o.slot = true;
+  return hal::Reason::ok;
+}
+
+// Lazily, after an upload that moved some operands as eagerly (bind_lazily()): a copy made in
+// this node of memory that such an operand writes (C aliasing A) goes, since the host's bytes will
+// be the only current ones.
+template <class Resident, class Operand>
+void drop_copies_of_slots(Resident& res, const Operand* ops, int count) noexcept {
+  for (int i = 0; i < count; ++i)
+    if (ops[i].slot && ops[i].ext.written) res.host_ready(ops[i].ext.ptr, ops[i].ext.bytes, true);
 }
 
 // Lazily (a resident set, backends/common/resident.hpp): offers each result the node writes to

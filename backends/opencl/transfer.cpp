@@ -108,23 +108,13 @@ cl_int Job::write(int slot, Operand& o, cl_event* ev) {
 
 Reason Job::upload() {
   // Lazily: whether a result comes back at once (the node then waits), and why.
-  const char* waits = nullptr;
-  if (res_)
-    for (int i = 0; i < count_ && !waits; ++i)
-      if (ops_[i].ext.written && ops_[i].shape != Shape::host && ops_[i].device_bytes > 0)
-        waits = res_->comes_back(ops_[i]);
+  const char* waits = res_ ? result_comes_back(*res_, ops_, count_) : nullptr;
   for (int i = 0; i < count_; ++i) {
     Operand& o = ops_[i];
     if (res_) {
-      const char* why = waits && o.shape != Shape::host && o.device_bytes > 0 ? res_->comes_back(o) : nullptr;
-      if (!why) {  // rotm's param, read on the host, must be current there too
-        if (Reason r = res_->bind(o, es_); r != Reason::ok) return r;
-        continue;
-      }
-      // Neither held nor keepable, in a node that waits: as eagerly, once the host is current.
-      res_->host_ready(o.ext.ptr, o.ext.bytes, o.ext.written);
-      if (o.ext.written) hal::transfers::note_eager(why);
-      o.slot = slots_ = true;
+      if (Reason r = bind_lazily(*res_, o, es_, waits); r != Reason::ok) return r;
+      if (!o.slot) continue;
+      slots_ = true;  // neither held nor keepable, in a node that waits: as eagerly
     }
     if (o.shape == Shape::host) continue;
     if (cl_int err = dev_.buffer(i, o.device_bytes, o.buf); err != CL_SUCCESS) return fail(err, "allocation");
@@ -140,11 +130,7 @@ Reason Job::upload() {
     if (err != CL_SUCCESS) return fail(err, o.ext.read ? "clEnqueueWriteBuffer" : "clEnqueueFillBuffer");
     track(ev);
   }
-  // A copy made in this node of memory that a slot operand writes (C aliasing A) goes: the host's
-  // bytes will be the only current ones.
-  if (slots_)
-    for (int i = 0; i < count_; ++i)
-      if (ops_[i].slot && ops_[i].ext.written) res_->host_ready(ops_[i].ext.ptr, ops_[i].ext.bytes, true);
+  if (slots_) drop_copies_of_slots(*res_, ops_, count_);
   return Reason::ok;
 }
 
