@@ -67,8 +67,10 @@ Startup* Startup::begin(Work work, std::chrono::milliseconds not_before) noexcep
     std::call_once(g_fork_handlers, [] { pthread_atfork(before_fork, after_fork_parent, after_fork_child); });
     try {
       const AsyncSignalsBlocked blocked;
+      s->thread_waits_ = true;  // before the thread can see it
       std::thread(thread_main, s).detach();
     } catch (...) {  // no thread: the first take() runs the work, as without a start-up
+      s->thread_waits_ = false;
     }
     return s;
   } catch (...) {  // out of memory: no start-up ahead of the first call
@@ -123,6 +125,11 @@ Startup::State Startup::state() {
   return state_;
 }
 
+bool Startup::pending() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return (state_ == State::running && runner_ == ::getpid()) || (state_ == State::waiting && thread_waits_);
+}
+
 bool Startup::busy() const {
   return looking_ || (state_ == State::running && runner_ == ::getpid());
 }
@@ -154,6 +161,7 @@ void Startup::after_fork_child() {
     // is the child's first take()'s to do.
     if (s.state_ == State::running) s.state_ = State::abandoned;
     s.looking_ = false;
+    s.thread_waits_ = false;
   });
 }
 
@@ -161,6 +169,13 @@ void Startup::after_fork_child() {
 // it) or kGiveUp came first.
 void Startup::thread_main(Startup* s) {
   using std::chrono::milliseconds;
+  struct NoLongerWaiting {  // however the loop ends: the work ran, or it is a take()'s now
+    Startup* s;
+    ~NoLongerWaiting() {
+      std::lock_guard<std::mutex> lock(s->mu_);
+      s->thread_waits_ = false;
+    }
+  } no_longer_waiting{s};
   size_t seen = 0;
   bool found = false;
   for (milliseconds waited{0}; waited < kGiveUp;) {

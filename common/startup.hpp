@@ -63,6 +63,12 @@ class Startup {
   // Where the work stands (for a look only: it may change right after).
   State state();
 
+  // Whether the work is under way in this process, or will be without anyone asking: it runs, or
+  // it waits for its thread, which has not given up. A caller that must not wait routes around
+  // what the work sets up meanwhile; one that finds it false gets it from take() (done, or run
+  // there and then: no thread will).
+  bool pending();
+
  private:
   Startup(Work work, std::chrono::milliseconds not_before) : work_(std::move(work)), not_before_(not_before) {}
   bool run(bool background);
@@ -81,6 +87,7 @@ class Startup {
   std::condition_variable cv_;
   State state_ = State::waiting;
   bool looking_ = false;
+  bool thread_waits_ = false;  // the thread is looking for a library, to begin the work
   std::atomic<bool> stop_{false};
   pid_t runner_ = 0;
 };

@@ -123,6 +123,15 @@ struct Config {
   bool file_trusted = false;          // whether it may set trusted keys
   std::string file_note;              // why the file was not read, or why it is not trusted
   std::vector<std::string> problems;  // one message per problem, without the "sol: " prefix
+
+  // Whether auto decides anywhere: in the preference list (`backend`) or as a [[route]]'s target.
+  bool uses_auto() const noexcept {
+    for (const auto& name : backend)
+      if (name == "auto") return true;
+    for (const auto& r : routes)
+      if (r.backend == "auto") return true;
+    return false;
+  }
 };
 
 // What the loader reads from the process: environment lookup, the names of all SOL_* variables

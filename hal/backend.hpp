@@ -66,6 +66,11 @@ class Backend {
   // what the thread set up.
   virtual void prepare(const config::Config& /*cfg*/) noexcept {}
 
+  // Whether what prepare() started is still under way, so that init() would wait for it. Under
+  // auto, the router routes around a backend that is starting (calls never wait for a device to
+  // come up); it asks again at later calls. Must be cheap and must not initialise anything.
+  virtual bool starting() const noexcept { return false; }
+
   // True for a CPU backend whose first call of a kind of problem in a process sets up far more
   // than it computes (oneDNN: its own start-up, then JIT-compiled kernels per transposition and
   // size regime): under auto with a profile, the classes it was chosen for are run once ahead, on

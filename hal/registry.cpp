@@ -48,6 +48,7 @@ Backend* Registry::get(std::string_view name) noexcept {
       slot->why = !b ? "out of memory while creating it" : why.empty() ? "initialisation failed" : why;
       SOL_LOG(info, "backend %s unavailable: %s", slot->entry->name, slot->why.c_str());
     }
+    slot->initialised.store(true, std::memory_order_release);
   });
   return slot->ready;
 }
@@ -55,6 +56,13 @@ Backend* Registry::get(std::string_view name) noexcept {
 void Registry::prepare(std::string_view name) noexcept {
   Slot* slot = find(name);
   if (Backend* b = slot ? object(*slot) : nullptr) b->prepare(cfg_);
+}
+
+bool Registry::starting(std::string_view name) noexcept {
+  Slot* slot = find(name);
+  if (!slot || slot->initialised.load(std::memory_order_acquire)) return false;
+  Backend* b = object(*slot);
+  return b && b->starting();
 }
 
 Backend::Hint Registry::accelerator_hint(std::string_view name) noexcept {

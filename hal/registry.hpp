@@ -1,6 +1,7 @@
 // Every backend SOL is built with, created and initialised on first use.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,6 +34,9 @@ class Registry {
   Backend* get(std::string_view name) noexcept;
   // The backend's prepare() (see Backend), without initialising it.
   void prepare(std::string_view name) noexcept;
+  // Whether get(name) would wait for the backend's start-up (Backend::starting): false once it is
+  // initialised, or when it was never prepared.
+  bool starting(std::string_view name) noexcept;
   // Why get(name) returned nullptr ("" otherwise).
   std::string why(std::string_view name);
   // The backend's accelerator_hint(), asked without initialising it.
@@ -52,6 +56,7 @@ class Registry {
     std::once_flag create_once, init_once;
     std::unique_ptr<Backend> object;  // created, maybe not initialised
     Backend* ready = nullptr;         // initialised successfully
+    std::atomic<bool> initialised{false};  // init() ran, whatever came of it
     std::string why;
   };
   Slot* find(std::string_view name) noexcept;

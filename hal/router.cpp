@@ -54,7 +54,7 @@ Backend* Router::Lazy::get(Registry& registry) noexcept {
 }
 
 // See min_accelerator_flops_.
-static double accelerator_floor(const config::Config& cfg) noexcept {
+static double configured_floor(const config::Config& cfg) noexcept {
   double floor = 0;
   for (int64_t explicit_flops : {cfg.opencl_min_flops, cfg.cuda_min_flops})
     if (explicit_flops > 0 && (floor == 0 || static_cast<double>(explicit_flops) < floor))
@@ -74,27 +74,44 @@ Router::Router(const config::Config& cfg, Registry& registry)
       // An explicit floor (the lowest of the devices' configured thresholds), else the least work
       // any device could be worth (see kSmallFlops); each accelerator's own threshold comes from
       // its measured costs or its configuration (Backend::min_flops).
-      min_accelerator_flops_(accelerator_floor(cfg)) {
+      min_accelerator_flops_(configured_floor(cfg)) {
   for (const auto& name : cfg.backend) preference_.push_back(target(name));
   for (const auto& r : rule_config_) rules_.push_back(Rule{&r, target(r.backend)});
 }
 
-const std::vector<Backend*>& Router::accelerators() noexcept {
-  if (SOL_LIKELY(accelerators_done_.load(std::memory_order_acquire))) return accelerators_;
+Router::Found Router::accelerators() noexcept {
+  if (SOL_LIKELY(accelerators_done_.load(std::memory_order_acquire)))
+    return {accelerators_, naccelerators_.load(std::memory_order_relaxed)};
   std::lock_guard<std::mutex> lock(accelerators_mu_);
   if (!accelerators_done_.load(std::memory_order_relaxed)) {
+    bool all = true;
     try {
-      for (const auto& e : builtin_backends()) {
+      const auto& list = builtin_backends();
+      for (size_t i = 0; i < list.size() && i < kMaxBackends; ++i) {
+        if (looked_ & (1u << i)) continue;
+        const char* name = list[i].name;
+        if (!hints_[i]) hints_[i] = static_cast<uint8_t>(registry_.accelerator_hint(name)) + 1;
         // Initialise only what may be an accelerator: a CPU backend costs nothing until used.
-        if (registry_.accelerator_hint(e.name) == Backend::Hint::no) continue;
-        Backend* b = registry_.get(e.name);
-        if (b && b->accelerator()) accelerators_.push_back(b);
+        if (static_cast<Backend::Hint>(hints_[i] - 1) != Backend::Hint::no) {
+          if (registry_.starting(name)) {  // a later call looks again
+            all = false;
+            continue;
+          }
+          Backend* b = registry_.get(name);
+          const int n = naccelerators_.load(std::memory_order_relaxed);
+          if (b && b->accelerator() && n < kMaxAccelerators) {
+            accelerators_[n] = b;
+            naccelerators_.store(n + 1, std::memory_order_release);
+          }
+        }
+        looked_ |= 1u << i;
       }
     } catch (...) {
+      all = true;  // out of memory: what was found is what there is
     }
-    accelerators_done_.store(true, std::memory_order_release);
+    if (all) accelerators_done_.store(true, std::memory_order_release);
   }
-  return accelerators_;
+  return {accelerators_, naccelerators_.load(std::memory_order_acquire)};
 }
 
 Router::Rule* Router::rule_for(const capture::Node& node, double flops) noexcept {
@@ -133,7 +150,10 @@ void Router::add_auto(const capture::Node& node, double flops, NativeKind native
       if (native != NativeKind::missing) out.add(nullptr, false);
       return;
     }
-    if (Backend* b = registry_.get(measured)) out.add(b, false);
+    // A device chosen by an earlier process's measurement, still starting here: the calls before
+    // it is up route as if nothing were known.
+    if (accelerators_done_.load(std::memory_order_acquire) || !registry_.starting(measured))
+      if (Backend* b = registry_.get(measured)) out.add(b, false);
   }
   if (flops >= min_accelerator_flops_)
     for (Backend* a : accelerators())
@@ -219,7 +239,7 @@ bool Router::dnn_always_native() {
       case Target::backend:
         if (t.lazy.name() != "onednn") return false;
         break;
-      case Target::automatic: return accelerators().empty();
+      case Target::automatic: return accelerators().empty() && accelerators_known();
     }
   }
   return true;
@@ -237,7 +257,9 @@ double Router::native_below(capture::Op op, capture::DType dtype, NativeKind nat
     case Target::automatic:
       // See add_auto(): no accelerator takes less than min_accelerator_flops_, and below that an
       // optimized native library, or a small call, stays native. Measured routing sees every call
-      // it could measure (an optimized library keeps the calls under kMeasureFlops).
+      // it could measure (an optimized library keeps the calls under kMeasureFlops). While an
+      // accelerator is starting, as if there were none: the caller keeps the answer only once
+      // accelerators_known().
       if (measured_)
         return optimized(native) && accelerators().empty() ? kMeasureFlops
                                                             : std::min(kSmallFlops, min_accelerator_flops_);
@@ -259,7 +281,7 @@ bool Router::always_native(capture::Op op, capture::DType dtype, NativeKind nati
     case Target::automatic:
       // Native first at every size when it is an optimized library and no accelerator could take
       // the large calls, unless auto measures: then the native library has to prove it.
-      return !measured_ && optimized(native) && accelerators().empty();
+      return !measured_ && optimized(native) && accelerators().empty() && accelerators_known();
   }
   return false;
 }

@@ -77,6 +77,16 @@ class Router {
   // can bypass SOL entirely.
   bool dnn_always_native();
 
+  // The least work any accelerator could take (an explicit floor, else kSmallFlops).
+  double accelerator_floor() const noexcept { return min_accelerator_flops_; }
+
+  // Whether every backend that may be an accelerator has been looked at (none is still starting):
+  // until then what depends on them holds for the call at hand only.
+  bool accelerators_known() noexcept {
+    accelerators();
+    return accelerators_done_.load(std::memory_order_acquire);
+  }
+
   // Calls below this much work stay with the native library under auto, unmeasured: a library
   // call's fixed cost decides there (the reference BLAS beats OpenBLAS on 2x2 matrices), and no
   // device launch and transfer could pay off; measuring them would cost more than it could save.
@@ -120,9 +130,19 @@ class Router {
   void add_target(Target& t, bool requested, const capture::Node& node, double flops, NativeKind native,
                   const char* measured, Plan& out);
   Rule* rule_for(const capture::Node& node, double flops) noexcept;
-  // Accelerator backends, found once. Only looked for when a node is large enough for the
-  // smallest threshold any could have (backends.opencl.min_flops).
-  const std::vector<Backend*>& accelerators() noexcept;
+  // The accelerator backends found so far. Only looked for when a node is large enough for the
+  // smallest threshold any could have (backends.opencl.min_flops). A device backend still starting
+  // (Backend::starting: under auto the executor prepares each that may be an accelerator) is not
+  // among them yet: calls route around it, and it is looked at again at later calls, until
+  // accelerators_known().
+  struct Found {
+    Backend* const* at;
+    int n;
+    Backend* const* begin() const noexcept { return at; }
+    Backend* const* end() const noexcept { return at + n; }
+    bool empty() const noexcept { return n == 0; }
+  };
+  Found accelerators() noexcept;
 
   std::vector<config::RouteRule> rule_config_;
   std::vector<Rule> rules_;
@@ -131,9 +151,14 @@ class Router {
   Lazy openblas_{"openblas"}, onednn_{"onednn"}, reference_{"reference"};
   double min_accelerator_flops_;
   bool measured_ = false;
+  static constexpr int kMaxAccelerators = 8;
+  static constexpr size_t kMaxBackends = 32;
   std::mutex accelerators_mu_;
   std::atomic<bool> accelerators_done_{false};
-  std::vector<Backend*> accelerators_;
+  Backend* accelerators_[kMaxAccelerators] = {};  // appended under the mutex, then counted
+  std::atomic<int> naccelerators_{0};
+  uint32_t looked_ = 0;  // under the mutex: builtin_backends() entries settled, by index
+  uint8_t hints_[kMaxBackends] = {};  // under the mutex: each one's accelerator_hint() + 1, 0 unasked
 };
 
 }  // namespace sol::hal

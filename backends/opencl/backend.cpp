@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <mutex>
 #include <new>
@@ -152,6 +153,16 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The cost cache of a device: keyed by everything the measured costs depend on (the device and its
+// driver, the installed ICDs and the selection, and the CLBlast library whose GEMM is timed).
+std::unique_ptr<CostCache> cost_cache_for(const config::Config& cfg, Device& device) {
+  const Inventory inventory(cfg);
+  const std::string key =
+      device.identity() + '\n' + inventory.key() + '\n' +
+      sol::library_identity(reinterpret_cast<const void*>(device.clblast().SgemmWithTempBuffer));
+  return std::make_unique<CostCache>(trusted_cache_dir(cfg.opencl_cache_dir), key, kCostCacheHeader);
+}
+
 // Opens the device the configuration names and records in the inventory whether it is an
 // accelerator (see accelerator_hint()).
 bool open_device(const config::Config& cfg, std::unique_ptr<Device>& out, std::string& why) {
@@ -162,10 +173,13 @@ bool open_device(const config::Config& cfg, std::unique_ptr<Device>& out, std::s
   return ok;
 }
 
-// The device's start-up (libraries, platform, context, queue, and CLBlast's GEMM programs from the
-// disk cache), begun by prepare() on a thread of its own (common/startup.hpp) so that the first
-// call waits for what is left of it, not for all of it: about 60 ms of loading the ICD and LLVM on
-// pocl, which a Python program spends importing its modules instead. A child forked after it gets
+// The device's start-up (libraries, platform, context, queue, CLBlast's GEMM programs from the
+// disk cache, and for an accelerator whose threshold auto measures, its costs: from the disk
+// cache, else measured), begun by prepare() on a thread of its own (common/startup.hpp). A
+// backend the configuration names: its first call waits for what is left of it, not for all of
+// it (about 60 ms of loading the ICD and LLVM on pocl, which a Python program spends importing its
+// modules instead). Under auto: no call waits; the router routes around the backend until the
+// start-up is done (Backend::starting), measuring costs included. A child forked after it gets
 // the parent's OpenCL state, which does not survive fork: init() in the child declines, as run()
 // already does once the parent initialised. Its outcome, failures included, is reported by init()
 // exactly as an inline start-up would be.
@@ -185,6 +199,9 @@ struct Started {
         const int before = ProgramCache::totals().loaded;
         blas_warm_up(*dev, stop);
         loaded = ProgramCache::totals().loaded - before;
+        slow_if_asked(stop);
+        if ((dev->is_accelerator() || test_forces_accelerator()) && cfg.opencl_min_flops <= 0 && cfg.uses_auto())
+          find_costs(*dev, stop);
       }
     } catch (const std::bad_alloc&) {
       opened = false;
@@ -200,6 +217,37 @@ struct Started {
     device = std::move(dev);
     why = std::move(reason);
   }
+  // The device's costs, from the disk cache or measured (the first call would, on the device it
+  // needs at once), so that the calls after the start-up route by them at once.
+  void find_costs(Device& dev, const std::atomic<bool>& stop) {
+    auto cache = cost_cache_for(cfg, dev);
+    if (cache->read(costs)) {
+      costs_state = 1;
+      SOL_LOG(debug, "opencl: device costs from %s", cache->path().c_str());
+      return;
+    }
+    if (stop.load(std::memory_order_relaxed)) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!measure_costs(dev, costs, costs_why)) {
+      costs_state = 2;
+      return;
+    }
+    costs_state = 1;
+    cache->write(costs);
+    SOL_LOG(info, "opencl: measured %s%s in %.0f ms, on the start-up thread; under auto from %.3g flops",
+            dev.description().c_str(), describe(costs).c_str(), ms_since(t0), break_even_flops(costs));
+  }
+  // SOL_TEST_SLOW=opencl:startup: the start-up takes a second longer (a device that is slow to
+  // come up), so that a test sees calls route around it. Not a configuration key.
+  static void slow_if_asked(const std::atomic<bool>& stop) {
+    const char* v = std::getenv("SOL_TEST_SLOW");
+    if (!v || std::strcmp(v, "opencl:startup") != 0) return;
+    for (int i = 0; i < 100 && !stop.load(std::memory_order_relaxed); ++i) {
+      const timespec ten_ms{0, 10 * 1000 * 1000};
+      ::nanosleep(&ten_ms, nullptr);
+    }
+  }
+
   // The started device for init().
   bool take(Startup& startup, std::unique_ptr<Device>& out, std::string& reason) {
     // Unbounded in effect: the first call needs the device, and a start-up under way in this
@@ -229,6 +277,9 @@ struct Started {
   std::unique_ptr<Device> device;
   std::string why;
   bool ok = false;
+  int costs_state = 0;  // 0 not looked for, 1 known (costs), 2 measuring failed (costs_why)
+  Costs costs;
+  std::string costs_why;
 };
 
 class OpenclBackend final : public hal::Backend {
@@ -266,19 +317,21 @@ class OpenclBackend final : public hal::Backend {
     }
   }
 
+  bool starting() const noexcept override { return startup_ && startup_->pending(); }
+
   bool init(const config::Config& cfg, std::string& why) noexcept override {
     try {
       std::unique_ptr<Device> device;
       if (started_ ? !started_->take(*startup_, device, why) : !open_device(cfg, device, why)) return false;
-      const Inventory inventory(cfg);
-      // Everything the measured costs depend on: the device and its driver, the installed ICDs
-      // and the selection, and the CLBlast library whose GEMM is timed.
-      const std::string cost_key =
-          device->identity() + '\n' + inventory.key() + '\n' +
-          sol::library_identity(reinterpret_cast<const void*>(device->clblast().SgemmWithTempBuffer));
-      cost_cache_ = std::make_unique<CostCache>(trusted_cache_dir(cfg.opencl_cache_dir), cost_key);
+      cost_cache_ = cost_cache_for(cfg, *device);
       accelerator_device_ = device->is_accelerator() || test_forces_accelerator();
+
       device_ = std::move(device);
+      if (started_ && started_->costs_state != 0) {  // the start-up thread found them, or failed to
+        cost_cache_read_ = true;
+        if (started_->costs_state == 1) publish(started_->costs);
+        else fail_costs(started_->costs_why.c_str());
+      }
       dnn_ = std::make_unique<Dnn>(*device_);
       memory_ = std::make_unique<ClMemory>(*device_, mutex_);
       min_flops_ = static_cast<double>(cfg.opencl_min_flops);

@@ -1,27 +1,19 @@
 #include "backends/opencl/cost.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "backends/opencl/clblast_programs.hpp"
-#include "backends/opencl/program_cache.hpp"
 #include "backends/opencl/transfer.hpp"
-#include "common/fs_safety.hpp"
-#include "common/human.hpp"
 
 namespace sol::backends::opencl {
 namespace {
@@ -200,61 +192,13 @@ bool measure_gemm(Device& dev, double& rate, std::string& why) {
   return false;
 }
 
-bool positive(double v) noexcept {
-  return std::isfinite(v) && v > 0;
-}
-
-// Every figure a usable device has: the only ones that may be 0 are those of f64.
-bool plausible(const Costs& c) noexcept {
-  return positive(c.to_device) && positive(c.to_host) && positive(c.on_device) && positive(c.latency) &&
-         positive(c.gemm_f32) && std::isfinite(c.gemm_f64) && c.gemm_f64 >= 0;
-}
-
-// The least n at which 2n^3 / rate >= latency + n^2 * per_element: the surplus is negative at 0,
-// falls, then rises for good, so it has one positive root, found by bisection.
-double break_even_size(double rate, double latency, double per_element) noexcept {
-  const auto surplus = [&](double n) { return 2 * n * n * n / rate - n * n * per_element - latency; };
-  double lo = 0, hi = 1;
-  while (surplus(hi) < 0) {
-    lo = hi;
-    hi *= 2;
-  }
-  for (int i = 0; i < 64; ++i) {
-    const double mid = (lo + hi) / 2;
-    (surplus(mid) < 0 ? lo : hi) = mid;
-  }
-  return hi;
-}
-
-// Three significant digits, without an exponent up to thousands: "5.12", "21.3", "143", "2048".
-std::string figure(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, v >= 100 ? "%.0f" : "%.3g", v);
-  return buf;
-}
-
-// The fields of the cache file, in their order there, as integers (bytes/s, flops/s,
-// picoseconds): text that reads the same whatever locale the program set (a decimal comma).
-// Measured figures are rounded to the same units, so that a process reading them computes exactly
-// what the measuring one did.
-struct Field {
-  const char* name;
-  double Costs::*value;
-  double per_unit;  // file units per unit of the figure: 1e12 picoseconds per second
-};
-constexpr Field kFields[] = {
-    {"to_device_bytes_per_s", &Costs::to_device, 1}, {"to_host_bytes_per_s", &Costs::to_host, 1},
-    {"on_device_bytes_per_s", &Costs::on_device, 1}, {"latency_ps", &Costs::latency, 1e12},
-    {"gemm_f32_flops_per_s", &Costs::gemm_f32, 1},   {"gemm_f64_flops_per_s", &Costs::gemm_f64, 1}};
-constexpr const char* kHeader = "sol opencl device costs v1";
-
 }  // namespace
 
 bool measure_costs(Device& device, Costs& out, std::string& why) {
   Costs c;
   if (!measure_transfers(device, c, why) || !measure_gemm<float>(device, c.gemm_f32, why)) return false;
   if (device.has_fp64() && !measure_gemm<double>(device, c.gemm_f64, why)) return false;
-  for (const Field& f : kFields) c.*f.value = std::round(c.*f.value * f.per_unit) / f.per_unit;
+  round_to_file_units(c);
   if (!plausible(c)) {
     why = "implausible figures (a timer that does not advance?)";
     return false;
@@ -283,78 +227,6 @@ double predict_seconds(const Costs& costs, const capture::Node& node, double flo
   }
   const double compute = std::max(std::max(flops, 0.0) / rate, (up + down) / costs.on_device);
   return costs.latency + up / costs.to_device + down / costs.to_host + compute;
-}
-
-double break_even_flops(const Costs& costs) noexcept {
-  double least = 0;
-  const double per_byte = 3 / costs.to_device + 1 / costs.to_host;  // A, B, C up; C back
-  for (const auto& [rate, size] : {std::pair{costs.gemm_f32, 4.0}, std::pair{costs.gemm_f64, 8.0}}) {
-    if (!(rate > 0)) continue;
-    const double n = break_even_size(rate, costs.latency, size * per_byte);
-    const double flops = 2 * n * n * n;
-    least = least > 0 ? std::min(least, flops) : flops;
-  }
-  return least;
-}
-
-std::string describe(const Costs& c) {
-  return ", " + figure(c.to_device / 1e9) + " GB/s to device, " + figure(c.to_host / 1e9) + " GB/s back, " +
-         figure(c.on_device / 1e9) + " GB/s on device, " + human_ns(static_cast<uint64_t>(c.latency * 1e9)) +
-         " latency, " + figure(c.gemm_f32 / 1e9) + " GFLOP/s f32, " +
-         (c.gemm_f64 > 0 ? figure(c.gemm_f64 / 1e9) + " GFLOP/s f64" : std::string("no f64"));
-}
-
-CostCache::CostCache(std::string dir, const std::string& key) : dir_(std::move(dir)), check_(hash64(key, 2)) {
-  if (dir_.empty()) return;
-  char file[64];
-  std::snprintf(file, sizeof file, "/device-costs-%016" PRIx64 ".v1", hash64(key, 1));
-  path_ = dir_ + file;
-}
-
-bool CostCache::read(Costs& out) const {
-  if (path_.empty()) return false;
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[1024];
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-
-  // Strictly what write() writes: the header with this key's check, then every field in order.
-  char header[80];
-  std::snprintf(header, sizeof header, "%s %016" PRIx64 "\n", kHeader, check_);
-  const std::string_view text(buf, static_cast<size_t>(n));
-  if (text.substr(0, std::strlen(header)) != header) return false;
-  const char* p = buf + std::strlen(header);
-  Costs c;
-  for (const Field& f : kFields) {
-    const size_t len = std::strlen(f.name);
-    if (std::strncmp(p, f.name, len) != 0 || p[len] != ' ') return false;
-    char* end = nullptr;
-    const unsigned long long units = std::strtoull(p + len + 1, &end, 10);
-    if (end == p + len + 1 || *end != '\n') return false;
-    c.*f.value = static_cast<double>(units) / f.per_unit;
-    p = end + 1;
-  }
-  if (*p != '\0' || !plausible(c)) return false;
-  out = c;
-  return true;
-}
-
-void CostCache::write(const Costs& costs) const {
-  if (path_.empty() || !fs_safety::make_private_dir(dir_).empty()) return;
-  std::string text = kHeader;
-  char line[80];
-  std::snprintf(line, sizeof line, " %016" PRIx64 "\n", check_);
-  text += line;
-  for (const Field& f : kFields) {
-    std::snprintf(line, sizeof line, "%s %.0f\n", f.name, costs.*f.value * f.per_unit);
-    text += line;
-  }
-  // Concurrent writers each rename a whole file into place.
-  std::string error;
-  fs_safety::replace_file(path_, text, error);
 }
 
 }  // namespace sol::backends::opencl

@@ -81,16 +81,6 @@ void report_corrupt(const std::string& path, const char* what) {
 
 }  // namespace
 
-uint64_t hash64(const std::string& data, uint64_t seed) noexcept {
-  uint64_t h = 1469598103934665603ull ^ (seed * 0x9e3779b97f4a7c15ull);
-  for (unsigned char c : data) h = (h ^ c) * 1099511628211ull;
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebull;
-  return h ^ (h >> 31);
-}
-
 std::string trusted_cache_dir(const std::string& dir) {
   if (dir.empty()) return dir;
   const std::string why = fs_safety::untrusted_reason(dir, true);

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "backends/opencl/api.hpp"
+#include "common/hash.hpp"
 
 namespace sol::backends::opencl {
 
@@ -25,9 +26,6 @@ namespace sol::backends::opencl {
 // one line saying why not. A directory that does not exist yet is judged by its existing part.
 std::string trusted_cache_dir(const std::string& dir);
 
-// FNV-1a from a seeded basis, finished with the splitmix64 mixer: stable across processes and
-// builds, for cache file names. Two seeds give a file name and an independent check stored inside.
-uint64_t hash64(const std::string& data, uint64_t seed) noexcept;
 
 class ProgramCache {
  public:

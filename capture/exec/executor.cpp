@@ -407,6 +407,13 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     return nullptr;  // decided meanwhile
   }
   if (v != hal::profile::Profile::kUnknown) return nullptr;
+  // An accelerator still starting (it may be the fastest for a class this large): the class is
+  // measured once it is up, with every candidate; meanwhile the built-in order routes its calls.
+  if (flops >= ex.router.accelerator_floor() && !ex.router.accelerators_known()) {
+    log::once(log::Level::debug, "auto: accelerator starting",
+              "auto: an accelerator is still starting; classes are measured once it is up");
+    return nullptr;
+  }
   if (!prof.measuring()) {
     prof.unrouted(native, key);
     return nullptr;
@@ -723,12 +730,19 @@ bool start_executor(const config::Config& cfg) noexcept {
     return false;
   }
   verify::start(cfg);
-  // The backends the configuration names may start their devices now, off the first call's path.
+  // The backends the configuration names may start their devices now, off the first call's path;
+  // under auto, so may every device backend that knows an accelerator is here (a GPU the driver
+  // lists, an inventory that found one), so that no call waits for a device to come up: the
+  // router routes around one that is starting (Router::accelerators).
   Executor* ex = g_exec.load(std::memory_order_relaxed);
   for (const auto& name : cfg.backend)
     if (name != "auto" && name != "native") ex->registry.prepare(name);
   for (const auto& r : cfg.routes)
     if (r.backend != "auto" && r.backend != "native") ex->registry.prepare(r.backend);
+  if (cfg.uses_auto())
+    for (const auto& b : hal::builtin_backends())
+      if (ex->registry.device_backend(b.name) && ex->registry.accelerator_hint(b.name) == hal::Backend::Hint::yes)
+        ex->registry.prepare(b.name);
   if (cfg.lazy && may_use_device(cfg, ex->registry)) lazy::start(cfg);
   // A profile that sends classes to a backend compiling kernels: those compile now, off the path.
   if (ex->measured && std::find(cfg.backend.begin(), cfg.backend.end(), "auto") != cfg.backend.end())
@@ -829,14 +843,20 @@ const char* execute(Node& node, NativeFn program_native) noexcept {
   const hal::NativeKind kind = native_kind(node.sym, node.native);
   const double flops = blas::flops(node);
   const auto s = static_cast<size_t>(node.sym);
-  if (SOL_UNLIKELY(!g_below_set[s].load(std::memory_order_acquire))) {
-    const double below = ex->router.native_below(node.op, node.dtype, kind);
-    g_below[s].store(below, std::memory_order_relaxed);
-    // Tracing and verify look at every call: then the wrappers must not skip submit().
-    if (!tracing_ && !ex->verify) g_native_below[s].store(below, std::memory_order_relaxed);
-    g_below_set[s].store(true, std::memory_order_release);
+  double below;
+  if (SOL_LIKELY(g_below_set[s].load(std::memory_order_acquire))) {
+    below = g_below[s].load(std::memory_order_relaxed);
+  } else {
+    below = ex->router.native_below(node.op, node.dtype, kind);
+    // Kept once the accelerators are known; while one is starting, for this call only.
+    if (ex->router.accelerators_known()) {
+      g_below[s].store(below, std::memory_order_relaxed);
+      // Tracing and verify look at every call: then the wrappers must not skip submit().
+      if (!tracing_ && !ex->verify) g_native_below[s].store(below, std::memory_order_relaxed);
+      g_below_set[s].store(true, std::memory_order_release);
+    }
   }
-  if (flops < g_below[s].load(std::memory_order_relaxed)) {
+  if (flops < below) {
     native();  // the program's own library, with its own argument checks
     return "native";
   }

@@ -755,3 +755,70 @@ def test_sol_tune_measures_ahead_and_shows_the_profile(cache):
     assert "sgemm" in text.stdout and "choice" in text.stdout
     off = run([SOL, "tune"], preload=False, env={**env, "SOL_TUNE": "0"})
     assert off.returncode == 2 and sol_lines(off.stderr) == [off.stderr.strip()]
+
+
+# ---------------------------------------------------------------------------- an accelerator starting
+
+@pytest.fixture
+def starting_accelerator(tmp_path):
+    """Runs device_gemms under auto with pocl's device taken for an accelerator, its start-up made a
+    second longer by the test knob: (run, config). The device's threshold is explicit (so that its
+    costs are not measured) and its program cache and the profile are the test's own."""
+    config = tmp_path / "sol.toml"
+    config.write_text('[backends.opencl]\ncache_dir = "%s"\nmin_flops = 1000000\n[tune]\ndir = "%s"\n'
+                      % (tmp_path / "opencl", tmp_path / "tune"))
+
+    def go(*args, log="debug"):
+        env = {"SOL_CONFIG": str(config), "SOL_BACKEND": "auto", "SOL_TUNE": "1", "SOL_LOG": log,
+               "SOL_TEST_OPENCL_ACCELERATOR": "1", "SOL_TEST_SLOW": "opencl:startup", **ONE_THREAD}
+        r = run([str(PROGRAMS / "device_gemms"), *map(str, args)], env=env)
+        assert r.returncode == 0, r.stderr
+        if "backend opencl unavailable" in r.stderr:
+            pytest.skip("opencl is not available here (see `sol backends`)")
+        return r
+    return go, tmp_path / "tune"
+
+
+STARTED = "sol: opencl: device started ahead of the first call"
+
+
+def test_no_call_waits_for_an_accelerator_to_start_and_classes_are_measured_once_it_is_up(starting_accelerator):
+    """auto starts a device that may be an accelerator on a thread of its own: the program's calls
+    route among the CPU's candidates until it is up (a GPU's context and cost measurement took 0.8 s
+    of the first call), and a class is measured only then, with the device among its candidates."""
+    go, _ = starting_accelerator
+    native = run([str(PROGRAMS / "device_gemms"), "96", "96", "96", "20"], preload=False, env=ONE_THREAD)
+    r = go(96, 96, 96, 20, "paced=100")
+    lines = r.stderr.splitlines()
+    started = [i for i, l in enumerate(lines) if l.startswith(STARTED)]
+    assert len(started) == 1, r.stderr
+    returned = [i for i, l in enumerate(lines) if l.startswith("device_gemms: call ")]
+    # The start-up takes a second longer than its own work; the calls come every 0.1 s.
+    assert sum(i < started[0] for i in returned) >= 3, r.stderr
+    got = measured(r.stderr)
+    assert len(got) == 1, r.stderr
+    [(rates, _)] = got.values()
+    assert "opencl" in rates, r.stderr
+    measured_at = [i for i, l in enumerate(lines) if MEASURED.match(l)]
+    assert measured_at[0] > started[0], r.stderr
+    assert r.stdout == native.stdout
+
+
+def test_a_class_the_profile_sends_to_a_starting_accelerator_goes_there_once_it_is_up(starting_accelerator):
+    """A second process routes from the profile from its first call, except where the profile's
+    choice is a device still starting: those calls go where nothing measured would send them, and
+    to the device once it is up."""
+    go, tune = starting_accelerator
+    assert measured(go(96, 96, 96, 20, "paced=100").stderr)
+    [path] = glob.glob(str(tune / "profile-*.tsv"))
+    with open(path) as f:
+        lines = f.read().splitlines()
+    for i, l in enumerate(lines):
+        if l.startswith("row\t"):
+            lines[i] = "\t".join(l.split("\t")[:5] + ["opencl", "native=100", "onednn=50", "opencl=200"])
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    r = go(96, 96, 96, 20, "paced=100", log="info")
+    m = re.search(r"^sol: 20 calls: (\d+) native, (\d+) opencl$", r.stderr, re.M)
+    assert m and int(m.group(1)) >= 3 and int(m.group(2)) >= 3, r.stderr
+    assert measured(r.stderr) == {}, r.stderr

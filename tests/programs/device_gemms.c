@@ -3,9 +3,11 @@
  * its first call; the child makes the remaining calls and the parent one more. With "wait=MS", it
  * sleeps MS milliseconds before its first call (a program's start-up, for the device's); with
  * "fork-at=MS", it forks MS milliseconds after it started, before any call, and both processes
- * make every call. Prints C's sum.
+ * make every call. With "paced=MS", it writes "device_gemms: call I returned" to stderr after each
+ * call and sleeps MS milliseconds (a program that calls now and then, whose calls a device's
+ * start-up must not hold up). Prints C's sum.
  *
- *   device_gemms m n k calls [fork | wait=MS | fork-at=MS] */
+ *   device_gemms m n k calls [fork | wait=MS | fork-at=MS | paced=MS] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@ int main(int argc, char** argv) {
   if (argc < 5) return 2;
   const int m = atoi(argv[1]), n = atoi(argv[2]), k = atoi(argv[3]), calls = atoi(argv[4]);
   const int forks = argc > 5 && strcmp(argv[5], "fork") == 0;
+  const int paced = argc > 5 && strncmp(argv[5], "paced=", 6) == 0 ? atoi(argv[5] + 6) : -1;
   pid_t child = -1;
   if (argc > 5 && strncmp(argv[5], "wait=", 5) == 0) usleep(1000 * atoi(argv[5] + 5));
   if (argc > 5 && strncmp(argv[5], "fork-at=", 8) == 0) {
@@ -32,6 +35,10 @@ int main(int argc, char** argv) {
   const float one = 1, zero = 0;
   for (int i = 0; i < calls; ++i) {
     sgemm_("N", "N", &m, &n, &k, &one, a, &m, b, &k, i ? &one : &zero, c, &m, 1, 1);
+    if (paced >= 0) {
+      fprintf(stderr, "device_gemms: call %d returned\n", i);
+      usleep(1000 * paced);
+    }
     if (forks && i == 0) {
       child = fork();
       if (child > 0) {  /* the parent: one more call, then wait */
