@@ -22,7 +22,9 @@
 #include "capture/blas/blas.hpp"
 #include "capture/lazy/coherence.hpp"
 #include "common/log.hpp"
+#include "common/startup.hpp"
 #include "config/config.hpp"
+#include "hal/profile.hpp"
 #include "hal/transfers.hpp"
 
 namespace sol::backends::cuda {
@@ -36,6 +38,12 @@ using hal::Reason;
 std::atomic<bool> g_exiting{false};
 void at_exit() {
   g_exiting.store(true, std::memory_order_release);
+}
+// at_exit registered once, when the device is open: after the CUDA runtime's own handler, so that
+// it runs first.
+void hook_exit() noexcept {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(at_exit); });
 }
 bool exiting() noexcept {
   return g_exiting.load(std::memory_order_acquire);
@@ -116,6 +124,88 @@ bool may_have_gpu() noexcept {
          (!gpus_hidden() && (::access("/dev/nvidiactl", F_OK) == 0 || ::access("/dev/dxg", F_OK) == 0));
 }
 
+// The device's measured costs on disk, in the profile directory: keyed by the device (its slot
+// included) and the driver and cuBLAS that the figures were measured with.
+CostCache cost_cache_for(const config::Config& cfg, const Device& device) {
+  return CostCache(hal::profile::profile_dir(cfg), device.identity(), kCostCacheHeader);
+}
+
+// The device's start-up under auto (the CUDA context, cuBLAS, and unless a threshold is configured
+// the cost measurement: 0.3 s and 0.45 s on an H200), begun by prepare() on a thread of its own
+// (common/startup.hpp) while the program starts; the router routes around the backend until it is
+// done (Backend::starting), so that no call waits for the GPU to come up. Its outcome, failures
+// included, is reported by init() as an inline start-up's would be. A child forked after it began
+// has none of the parent's CUDA state: init() there declines.
+struct Started {
+  explicit Started(const config::Config& c) : cfg(c) {}
+  void open(bool background, const std::atomic<bool>& stop) {
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      auto dev = std::make_unique<Device>();
+      ok = dev->open(why);
+      if (!ok) return;
+      hook_exit();
+      const char* costs_from = "";
+      if (background && cfg.cuda_min_flops <= 0 && cfg.uses_auto() && !stop.load(std::memory_order_relaxed)) {
+        const CostCache cache = cost_cache_for(cfg, *dev);
+        if (cache.read(costs)) {
+          costs_state = 1;
+          costs_from = ", its costs from the cache";
+        } else {
+          const bool measured = dev->make_current() == cudaSuccess && measure_costs(*dev, costs, costs_why);
+          dev->release_larger_than(kKeepBytes);
+          costs_state = measured ? 1 : 2;
+          if (!measured && costs_why.empty()) costs_why = "cudaSetDevice failed";
+          if (measured) cache.write(costs);
+          costs_from = measured ? ", its costs measured" : "";
+        }
+      }
+      device = std::move(dev);
+      if (background)
+        SOL_LOG(debug, "cuda: device started ahead of the first call in %.1f ms%s",
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+                costs_from);
+    } catch (const std::bad_alloc&) {
+      ok = false;
+      why = "out of memory while initialising";
+    } catch (...) {
+      ok = false;
+      why = "unexpected error while initialising";
+    }
+  }
+  // The started device for init().
+  bool take(Startup& startup, std::unique_ptr<Device>& out, std::string& reason) {
+    switch (startup.take(std::chrono::hours(1))) {  // a start-up under way in this process ends
+      case Startup::Outcome::abandoned:
+        reason = "this process was forked while its parent started the CUDA device (CUDA state does not survive fork)";
+        return false;
+      case Startup::Outcome::done_before_fork:
+        reason = "the CUDA device was started before this process was forked (CUDA state does not survive fork)";
+        return false;
+      case Startup::Outcome::timed_out:
+        reason = "the CUDA device's start-up did not finish";
+        return false;
+      case Startup::Outcome::done:
+        break;
+    }
+    if (!ok || !device) {
+      reason = why.empty() ? "the CUDA device's start-up failed" : why;
+      return false;
+    }
+    out = std::move(device);
+    return true;
+  }
+
+  static constexpr size_t kKeepBytes = size_t{64} << 20;  // as the backend's
+  const config::Config cfg;
+  std::unique_ptr<Device> device;
+  std::string why;
+  bool ok = false;
+  int costs_state = 0;  // 0 not measured, 1 measured (costs), 2 measuring failed (costs_why)
+  Costs costs;
+  std::string costs_why;
+};
+
 class CudaBackend final : public hal::Backend {
  public:
   const char* name() const noexcept override { return "cuda"; }
@@ -127,19 +217,48 @@ class CudaBackend final : public hal::Backend {
   // large allocations) would start for nothing.
   bool runs_lazily() const noexcept override { return may_have_gpu(); }
 
+  // Under auto, on a machine with a GPU: starts the device on a thread of its own (see Started).
+  void prepare(const config::Config& cfg) noexcept override {
+    if (startup_) return;
+    try {
+      auto* started = new Started(cfg);  // never freed: the thread may still refer to it at exit
+      startup_ = Startup::begin([started](bool background, const std::atomic<bool>& stop) { started->open(background, stop); });
+      if (startup_) started_ = started;
+      else delete started;
+    } catch (...) {  // out of memory: no start-up ahead of the first call
+    }
+  }
+
+  bool starting() const noexcept override { return startup_ && startup_->pending(); }
+
   bool init(const config::Config& cfg, std::string& why) noexcept override {
     try {
-      auto device = std::make_unique<Device>();
-      if (!device->open(why)) return false;
-      static std::once_flag exit_hook;
-      std::call_once(exit_hook, [] { std::atexit(at_exit); });
+      std::unique_ptr<Device> device;
+      if (started_) {
+        if (!started_->take(*startup_, device, why)) return false;
+      } else {
+        device = std::make_unique<Device>();
+        if (!device->open(why)) return false;
+        hook_exit();
+      }
       device_ = std::move(device);
+      pid_ = ::getpid();
+      cost_cache_ = std::make_unique<CostCache>(cost_cache_for(cfg, *device_));
+      if (started_ && started_->costs_state != 0) {  // the start-up thread found them, or failed to
+        cost_cache_read_ = true;
+        if (started_->costs_state == 1) {
+          publish(started_->costs);
+          SOL_LOG(info, "cuda: %s%s, from the start-up thread; under auto from %.3g flops",
+                  device_->description().c_str(), describe(costs_).c_str(), break_even_);
+        } else {
+          fail_costs(started_->costs_why.c_str());
+        }
+      }
       memory_ = std::make_unique<CudaMemory>(*device_, mutex_);
 #if SOL_CUDA_CUDNN
       dnn_ = std::make_unique<Dnn>(*device_);
 #endif
       min_flops_ = static_cast<double>(cfg.cuda_min_flops);
-      pid_ = ::getpid();
       if (capture::lazy::enabled()) {
         auto resident = std::make_unique<Resident>(*device_, mutex_, cfg, exiting);
         if (std::string no; !resident->device().open(no)) {
@@ -264,18 +383,28 @@ class CudaBackend final : public hal::Backend {
 
   enum class CostState : uint8_t { unknown, known, failed };
 
-  // The device's costs, measured now when `may_measure` (once per process; a failure is final and
-  // makes accelerator() false). Measuring holds the stream's lock: run() waits meanwhile.
+  // The device's costs: from memory, else from the disk cache (cost_cache_for), else measured now
+  // when `may_measure` (at most once per process; a failure is final and makes accelerator()
+  // false). Under auto the start-up thread has usually found them already. Measuring holds the
+  // stream's lock: run() waits meanwhile.
   const Costs* costs(bool may_measure) const noexcept {
     const CostState state = costs_state_.load(std::memory_order_acquire);
     if (state != CostState::unknown || !device_) return state == CostState::known ? &costs_ : nullptr;
-    if (!may_measure || ::getpid() != pid_ || g_exiting.load(std::memory_order_acquire)) return nullptr;
     std::lock_guard<std::mutex> lock(mutex_);
     if (costs_state_.load(std::memory_order_relaxed) != CostState::unknown)
       return costs_state_.load(std::memory_order_relaxed) == CostState::known ? &costs_ : nullptr;
     try {
-      const auto t0 = std::chrono::steady_clock::now();
       Costs measured;
+      if (!cost_cache_read_) {
+        cost_cache_read_ = true;
+        if (cost_cache_->read(measured)) {
+          SOL_LOG(debug, "cuda: device costs from %s", cost_cache_->path().c_str());
+          return publish(measured);
+        }
+      }
+      // A forked child has no CUDA state, and an exiting process perhaps no runtime.
+      if (!may_measure || ::getpid() != pid_ || g_exiting.load(std::memory_order_acquire)) return nullptr;
+      const auto t0 = std::chrono::steady_clock::now();
       std::string why;
       const bool ok = device_->make_current() == cudaSuccess && measure_costs(*device_, measured, why);
       device_->release_larger_than(kKeepBytes);
@@ -283,19 +412,25 @@ class CudaBackend final : public hal::Backend {
         fail_costs(why.empty() ? "cudaSetDevice failed" : why.c_str());
         return nullptr;
       }
-      costs_ = measured;
-      break_even_ = break_even_flops(measured);
+      cost_cache_->write(measured);
       SOL_LOG(info, "cuda: measured %s%s in %.0f ms; under auto from %.3g flops", device_->description().c_str(),
               describe(measured).c_str(),
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(), break_even_);
-      costs_state_.store(CostState::known, std::memory_order_release);
-      return &costs_;
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+              break_even_flops(measured));
+      return publish(measured);
     } catch (const std::bad_alloc&) {
       fail_costs("out of memory while measuring");
     } catch (...) {
       fail_costs("unexpected error while measuring");
     }
     return nullptr;
+  }
+
+  const Costs* publish(const Costs& c) const noexcept {
+    costs_ = c;
+    break_even_ = break_even_flops(c);
+    costs_state_.store(CostState::known, std::memory_order_release);
+    return &costs_;
   }
 
   void fail_costs(const char* why) const noexcept {
@@ -308,7 +443,10 @@ class CudaBackend final : public hal::Backend {
               device_->description().c_str(), why);
   }
 
+  Startup* startup_ = nullptr;  // prepare()'s, when it started one
+  Started* started_ = nullptr;  // its work's outcome
   std::unique_ptr<Device> device_;
+  std::unique_ptr<CostCache> cost_cache_;
   std::unique_ptr<CudaMemory> memory_;
   std::unique_ptr<Resident> resident_;  // lazily: the device copies kept between nodes (destroyed before device_)
 #if SOL_CUDA_CUDNN
@@ -322,6 +460,7 @@ class CudaBackend final : public hal::Backend {
   mutable Costs costs_;
   mutable double break_even_ = 0;
   mutable std::string costs_why_;
+  mutable bool cost_cache_read_ = false;
   mutable std::atomic<CostState> costs_state_{CostState::unknown};
 };
 

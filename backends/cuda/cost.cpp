@@ -149,7 +149,8 @@ bool measure_costs(Device& dev, Costs& out, std::string& why) {
   if (!measure_transfers(dev, c, why) || !measure_gemm<float>(dev, c.gemm_f32, why) ||
       !measure_gemm<double>(dev, c.gemm_f64, why))
     return false;
-  if (!(c.to_device > 0 && c.to_host > 0 && c.on_device > 0 && c.gemm_f32 > 0 && c.gemm_f64 > 0)) {
+  round_to_file_units(c);  // what a process reading them from the cache computes with
+  if (!plausible(c) || !(c.gemm_f64 > 0)) {
     why = "a measured figure is not positive";
     return false;
   }
@@ -173,36 +174,6 @@ double predict_seconds(const Costs& costs, const capture::Node& node, double flo
   }
   return costs.latency + up / costs.to_device + down / costs.to_host +
          std::max(flops / rate, touched / costs.on_device);
-}
-
-double break_even_flops(const Costs& costs) noexcept {
-  auto square = [&](double rate, double es) {
-    if (rate <= 0) return std::numeric_limits<double>::infinity();
-    // Fixed costs grow as n^2, compute as n^3: the first n (to 1%) where compute catches up.
-    auto compute_wins = [&](double n) {
-      const double fixed = costs.latency + 3 * n * n * es / costs.to_device + n * n * es / costs.to_host;
-      return 2 * n * n * n / rate >= fixed;
-    };
-    double lo = 1, hi = 1;
-    while (!compute_wins(hi) && hi < 1e7) hi *= 2;
-    while (hi - lo > std::max(1.0, lo * 0.01)) {
-      const double mid = (lo + hi) / 2;
-      (compute_wins(mid) ? hi : lo) = mid;
-    }
-    return 2 * hi * hi * hi;
-  };
-  const double f = std::min(square(costs.gemm_f32, 4), square(costs.gemm_f64, 8));
-  return std::isfinite(f) ? f : 0;
-}
-
-std::string describe(const Costs& c) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                ", %.1f GB/s to device, %.1f GB/s back, %.0f GB/s on device, %.1f us latency, %.0f GFLOP/s f32, "
-                "%.0f GFLOP/s f64",
-                c.to_device / 1e9, c.to_host / 1e9, c.on_device / 1e9, c.latency * 1e6, c.gemm_f32 / 1e9,
-                c.gemm_f64 / 1e9);
-  return buf;
 }
 
 }  // namespace sol::backends::cuda

@@ -2,24 +2,18 @@
 // model): the link's bandwidth both ways, the fixed cost of a round trip, the device's own memory
 // bandwidth and cuBLAS's GEMM rate. Under auto they predict a BLAS node's time here (the router
 // compares it with the CPU's) and give the size below which the device is not worth considering.
-// Measured once per process that asks (about 0.1 s on a datacenter GPU), never at start-up.
+// Measured once per machine (about 0.45 s on an H200), on the start-up thread under auto.
 #pragma once
 
 #include <string>
 
+#include "backends/common/device_costs.hpp"
 #include "backends/cuda/device.hpp"
 #include "capture/ir/node.hpp"
 
 namespace sol::backends::cuda {
 
-struct Costs {
-  double to_device = 0;  // bytes/s, pageable host memory to device memory, waited for
-  double to_host = 0;    // bytes/s, back into pinned staging
-  double on_device = 0;  // bytes/s read plus written by a copy within device memory
-  double latency = 0;    // seconds: a tiny upload, a memset and a download, waited for
-  double gemm_f32 = 0;   // flops/s of cuBLAS sgemm (CUBLAS_DEFAULT_MATH), operands on the device
-  double gemm_f64 = 0;   // flops/s of dgemm
-};
+using Costs = DeviceCosts;  // backends/common/device_costs.hpp
 
 // Measures the device (its stream idle, nobody else using it meanwhile). false with a one-line
 // `why` when a step fails.
@@ -30,12 +24,9 @@ bool measure_costs(Device& device, Costs& out, std::string& why);
 // for a valid BLAS node of `flops` work whose operands move as transfer.hpp moves them.
 double predict_seconds(const Costs& costs, const capture::Node& node, double flops) noexcept;
 
-// The least flops of a square GEMM whose compute time here is at least its fixed costs (latency,
-// A, B and C up, C back): the smaller of the f32 and f64 figures; 0 without a rate.
-double break_even_flops(const Costs& costs) noexcept;
-
-// ", 25.1 GB/s to device, 24.8 GB/s back, 2900 GB/s on device, 20.0 us latency, 50000 GFLOP/s
-// f32, 60000 GFLOP/s f64", to follow Device::description().
-std::string describe(const Costs& costs);
+// The device's figures on disk (backends/common/device_costs.hpp), in this backend's format, in the
+// profile directory (hal/profile.hpp: tune.dir, else $XDG_CACHE_HOME/sol, else ~/.cache/sol):
+// measured by the first process on a machine, or after a driver, cuBLAS or GPU change.
+inline constexpr const char* kCostCacheHeader = "sol cuda device costs v1";
 
 }  // namespace sol::backends::cuda

@@ -75,8 +75,9 @@ bool Device::open(std::string& why) {
                  mem + "), CUDA runtime " + version(runtime) + ", driver " + version(driver) + ", cuBLAS " +
                  cublas_version;
   identity_ = std::string(prop.name) + "\n" + std::to_string(prop.totalGlobalMem) + "\n" +
-              std::to_string(prop.multiProcessorCount) + "\n" + std::to_string(driver) + "\n" +
-              std::to_string(cublas) + "\n" + libs_.cublas_path;
+              std::to_string(prop.multiProcessorCount) + "\n" + std::to_string(prop.pciDomainID) + ":" +
+              std::to_string(prop.pciBusID) + ":" + std::to_string(prop.pciDeviceID) + "\n" +
+              std::to_string(driver) + "\n" + std::to_string(cublas) + "\n" + libs_.cublas_path;
   return true;
 }
 

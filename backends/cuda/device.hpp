@@ -36,7 +36,8 @@ class Device {
 
   // "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB), CUDA runtime 13.0, driver 13.0, cuBLAS 13.0.2".
   const std::string& description() const noexcept { return description_; }
-  // What the device's measured costs depend on: name, memory, driver and library versions.
+  // What the device's measured costs depend on: name, memory, its PCI slot (the link), driver and
+  // library versions.
   const std::string& identity() const noexcept { return identity_; }
   size_t total_memory() const noexcept { return total_memory_; }
   int ordinal() const noexcept { return ordinal_; }

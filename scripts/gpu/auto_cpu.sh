@@ -3,7 +3,10 @@
 # recognise (it runs its Prescott kernels there), the case auto measures for. Prints the CPU,
 # `sol backends` (the below-par warning, the openblas backend's kernels) and bench/auto_sweep.py
 # over a few sizes, with gpu-carry/'s OpenBLAS as the native library and its oneDNN; the sweep's
-# table goes to stdout and $OUT/sweep.txt. Not among run_all.sh's default parts (PARTS=auto_cpu).
+# table goes to stdout and $OUT/sweep.txt. First, the first call of three auto processes against
+# native's ($OUT/first_call.txt): the CUDA device starts on a thread of its own, so no call waits
+# for it (the first process also measures the device's costs, which the next two read from the
+# profile directory). Not among run_all.sh's default parts (PARTS=auto_cpu).
 #
 # Run from the repository root:
 #   SOL_BUILD=<dir with libsol.so, sol, bench/bench_gemm> OUT=<log dir> [AUTO_SIZES=64,256,1024]
@@ -28,5 +31,17 @@ fi
   echo "cpus: $(nproc); avx512f: $(grep -qw avx512f /proc/cpuinfo && echo yes || echo no)"
 } | tee "$out/cpu.txt"
 "$build/sol" backends 2>&1 | tee "$out/backends.txt" | grep -E 'native|openblas|onednn|sol:' | cut -c1-200
+# bench_gemm's third column: the first call's seconds.
+{
+  echo "first call, seconds: native, then three auto processes sharing a fresh profile directory"
+  echo "native $("$build/bench/bench_gemm" s 256 0.05 TN | cut -d' ' -f3)"
+  mkdir -p "$tmp/cache"
+  for i in 1 2 3; do
+    echo "auto $(XDG_CACHE_HOME="$tmp/cache" SOL_LOG=debug LD_PRELOAD="$build/libsol.so" \
+      "$build/bench/bench_gemm" s 256 0.05 TN 2>"$tmp/first$i.log" | cut -d' ' -f3)"
+    grep -E 'cuda: (device started|.*start-up thread|measured)|accelerator is still starting' "$tmp/first$i.log" |
+      cut -c1-200
+  done
+} 2>&1 | tee "$out/first_call.txt"
 python3 "$root/bench/auto_sweep.py" "$build" --sizes "${AUTO_SIZES:-64,256,1024}" --trans "${AUTO_TRANS:-NN,TN}" \
   --types "${AUTO_TYPES:-s,d}" 2>&1 | tee "$out/sweep.txt"
