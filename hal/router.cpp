@@ -18,6 +18,7 @@ const char* native_kind_name(NativeKind k) noexcept {
     case NativeKind::mkl: return "MKL";
     case NativeKind::blis: return "BLIS";
     case NativeKind::onednn: return "oneDNN";
+    case NativeKind::outclassed: return "OpenBLAS below this CPU's kernels, outclassed by the openblas backend";
   }
   return "?";
 }

@@ -20,8 +20,10 @@ struct RouteRule;
 
 namespace sol::hal {
 
-// What the program's own library for a symbol is, as far as routing cares.
-enum class NativeKind : uint8_t { missing, other, openblas, mkl, blis, onednn };
+// What the program's own library for a symbol is, as far as routing cares. `outclassed`: an
+// OpenBLAS running kernels older than this CPU's, whose library SOL's openblas backend runs with
+// the right ones (a private instance): the same code, faster, so it is no optimized library here.
+enum class NativeKind : uint8_t { missing, other, openblas, mkl, blis, onednn, outclassed };
 const char* native_kind_name(NativeKind k) noexcept;
 // Libraries that are as fast as SOL's CPU backends: auto leaves work with them.
 inline bool optimized(NativeKind k) noexcept {

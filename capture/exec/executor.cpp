@@ -142,19 +142,24 @@ bool is_blas(Op op) noexcept {
 
 // One line per process when the program's own library runs below this CPU's ability: an
 // OpenBLAS whose kernels are older than the CPU (the measured figures say the same later).
-void warn_if_below_par(void* lib) noexcept {
+// Whether it does.
+bool warn_if_below_par(void* lib) noexcept {
   try {
     openblas_core::Check c;
-    if (!openblas_core::check(lib, c) || !c.below_par) return;
+    if (!openblas_core::check(lib, c) || !c.below_par) return false;
     log::once(log::Level::warn, "native-below-par",
               "the program's OpenBLAS (%s) runs its %s kernels, below this CPU's ability: %s; "
               "auto measures and routes around it meanwhile",
               c.library.c_str(), c.core.c_str(), c.fix.c_str());
+    return true;
   } catch (...) {
+    return false;
   }
 }
 
-hal::NativeKind classify(const void* native) noexcept {
+// `below_par`: an OpenBLAS that runs kernels older than this CPU's.
+hal::NativeKind classify(const void* native, bool& below_par) noexcept {
+  below_par = false;
   if (!native) return hal::NativeKind::missing;
   Dl_info info{};
   if (!dladdr(native, &info) || !info.dli_fname) return hal::NativeKind::other;
@@ -166,7 +171,7 @@ hal::NativeKind classify(const void* native) noexcept {
   hal::NativeKind kind = hal::NativeKind::other;
   if (dlsym(lib, "openblas_get_config")) {
     kind = hal::NativeKind::openblas;
-    warn_if_below_par(lib);
+    below_par = warn_if_below_par(lib);
   }
   else if (dlsym(lib, "mkl_get_version") || dlsym(lib, "MKL_Get_Version"))
     kind = hal::NativeKind::mkl;
@@ -758,7 +763,15 @@ hal::NativeKind native_kind(Sym sym, const void* native) noexcept {
   auto& k = g_kind[static_cast<size_t>(sym)];
   uint8_t v = k.load(std::memory_order_acquire);
   if (!v) {
-    const hal::NativeKind kind = classify(native);
+    bool below_par = false;
+    hal::NativeKind kind = classify(native, below_par);
+    // An OpenBLAS below par that the openblas backend runs with this CPU's kernels: the built-in
+    // order (measurement off, a call too small to measure, an accelerator still starting) then
+    // takes the backend over native, and no symbol of it bypasses SOL.
+    if (below_par)
+      if (Executor* ex = g_exec.load(std::memory_order_acquire))
+        if (hal::Backend* ob = ex->registry.get("openblas"); ob && ob->outclasses_native(sym, native))
+          kind = hal::NativeKind::outclassed;
     v = static_cast<uint8_t>(static_cast<uint8_t>(kind) + 1);
     k.store(v, std::memory_order_release);
     if (native)
