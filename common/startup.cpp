@@ -55,12 +55,12 @@ bool intercepted_library_loaded(size_t& seen) {
   return found;
 }
 
-Startup* Startup::begin(Work work, std::chrono::milliseconds not_before) noexcept {
+Startup* Startup::begin(Work work, std::chrono::milliseconds not_before, Trigger trigger) noexcept {
   if (::getpid() != static_cast<pid_t>(::gettid())) return nullptr;
   try {
     const int slot = g_count.load(std::memory_order_relaxed);
     if (slot >= kSlots) return nullptr;
-    auto* s = new Startup(std::move(work), not_before);
+    auto* s = new Startup(std::move(work), not_before, trigger);
     g_startups[slot].store(s, std::memory_order_release);
     g_count.store(slot + 1, std::memory_order_release);  // only the main thread adds
     t_exit_guard.armed = true;  // its first use registers its destructor with the main thread
@@ -127,7 +127,15 @@ Startup::State Startup::state() {
 
 bool Startup::pending() {
   std::lock_guard<std::mutex> lock(mu_);
-  return (state_ == State::running && runner_ == ::getpid()) || (state_ == State::waiting && thread_waits_);
+  if (state_ == State::running) return runner_ == ::getpid();
+  return state_ == State::waiting && thread_waits_ && (trigger_ == Trigger::library || requested_);
+}
+
+void Startup::request() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (requested_) return;
+  requested_ = true;
+  cv_.notify_all();
 }
 
 bool Startup::busy() const {
@@ -176,6 +184,16 @@ void Startup::thread_main(Startup* s) {
       s->thread_waits_ = false;
     }
   } no_longer_waiting{s};
+  if (s->trigger_ == Trigger::request) {
+    {
+      std::unique_lock<std::mutex> lock(s->mu_);
+      s->cv_.wait(lock, [s] {
+        return s->requested_ || s->state_ != State::waiting || s->stop_.load(std::memory_order_relaxed);
+      });
+    }
+    s->run(true);  // unless a take() or exit came first
+    return;
+  }
   size_t seen = 0;
   bool found = false;
   for (milliseconds waited{0}; waited < kGiveUp;) {

@@ -48,13 +48,23 @@ class Startup {
   // `stop`: set at exit, when the work should return at its next step.
   using Work = std::function<void(bool background, const std::atomic<bool>& stop)>;
 
+  // What makes the thread begin the work.
+  enum class Trigger : uint8_t {
+    library,  // a library SOL intercepts is loaded (see above)
+    request,  // request(): a first use that must not wait for the work, only start it
+  };
+
   // Creates a start-up for `work` and its thread: only from the main thread (whose exit waits for
   // it), else nullptr and nothing runs. Never freed: the thread, the fork handlers and the exit
   // guard refer to it. nullptr too when out of memory or out of slots (a few per process). A
   // start-up whose thread could not be created is still returned: the first take() runs it.
   // `not_before`: the thread begins no earlier than that after begin(), however soon the library
   // shows up; a process that ends sooner never pays for the work (a take() still runs it).
-  static Startup* begin(Work work, std::chrono::milliseconds not_before = std::chrono::milliseconds(0)) noexcept;
+  static Startup* begin(Work work, std::chrono::milliseconds not_before = std::chrono::milliseconds(0),
+                        Trigger trigger = Trigger::library) noexcept;
+
+  // Trigger::request: the thread may begin now (at once; a later call does nothing).
+  void request();
 
   // Runs the work here unless it has begun (the thread's, or another take()'s), else waits for it
   // up to `limit`.
@@ -64,13 +74,14 @@ class Startup {
   State state();
 
   // Whether the work is under way in this process, or will be without anyone asking: it runs, or
-  // it waits for its thread, which has not given up. A caller that must not wait routes around
-  // what the work sets up meanwhile; one that finds it false gets it from take() (done, or run
-  // there and then: no thread will).
+  // it waits for its thread, which has not given up (and was requested, for Trigger::request). A
+  // caller that must not wait routes around what the work sets up meanwhile; one that finds it
+  // false gets it from take() (done, or run there and then: no thread will).
   bool pending();
 
  private:
-  Startup(Work work, std::chrono::milliseconds not_before) : work_(std::move(work)), not_before_(not_before) {}
+  Startup(Work work, std::chrono::milliseconds not_before, Trigger trigger)
+      : work_(std::move(work)), not_before_(not_before), trigger_(trigger) {}
   bool run(bool background);
   bool look(size_t& seen);
   bool busy() const;
@@ -83,11 +94,13 @@ class Startup {
 
   Work work_;
   std::chrono::milliseconds not_before_;
+  Trigger trigger_;
   std::mutex mu_;
   std::condition_variable cv_;
   State state_ = State::waiting;
   bool looking_ = false;
-  bool thread_waits_ = false;  // the thread is looking for a library, to begin the work
+  bool thread_waits_ = false;  // the thread waits for its trigger, to begin the work
+  bool requested_ = false;     // request() was called
   std::atomic<bool> stop_{false};
   pid_t runner_ = 0;
 };

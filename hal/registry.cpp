@@ -53,9 +53,9 @@ Backend* Registry::get(std::string_view name) noexcept {
   return slot->ready;
 }
 
-void Registry::prepare(std::string_view name) noexcept {
+void Registry::prepare(std::string_view name, Backend::StartWhen when) noexcept {
   Slot* slot = find(name);
-  if (Backend* b = slot ? object(*slot) : nullptr) b->prepare(cfg_);
+  if (Backend* b = slot ? object(*slot) : nullptr) b->prepare(cfg_, when);
 }
 
 bool Registry::starting(std::string_view name) noexcept {

@@ -130,10 +130,11 @@ CostCache cost_cache_for(const config::Config& cfg, const Device& device) {
   return CostCache(hal::profile::profile_dir(cfg), device.identity(), kCostCacheHeader);
 }
 
-// The device's start-up under auto (the CUDA context, cuBLAS, and unless a threshold is configured
-// the cost measurement: 0.3 s and 0.45 s on an H200), begun by prepare() on a thread of its own
-// (common/startup.hpp) while the program starts; the router routes around the backend until it is
-// done (Backend::starting), so that no call waits for the GPU to come up. Its outcome, failures
+// The device's start-up (the CUDA context, cuBLAS, and under auto unless a threshold is configured
+// the costs: 0.3 s and 0.45 s to measure on an H200), begun by prepare() on a thread of its own
+// (common/startup.hpp). Under auto it begins at the first BLAS call, which the router routes around
+// the backend until it is done (Backend::starting), as every call meanwhile: no call waits for the
+// GPU to come up, and a process that never calls BLAS creates no CUDA context. Its outcome, failures
 // included, is reported by init() as an inline start-up's would be. A child forked after it began
 // has none of the parent's CUDA state: init() there declines.
 struct Started {
@@ -217,19 +218,27 @@ class CudaBackend final : public hal::Backend {
   // large allocations) would start for nothing.
   bool runs_lazily() const noexcept override { return may_have_gpu(); }
 
-  // Under auto, on a machine with a GPU: starts the device on a thread of its own (see Started).
-  void prepare(const config::Config& cfg) noexcept override {
+  // Starts the device on a thread of its own (see Started): once a library SOL intercepts is
+  // loaded when the configuration names cuda, at the first use under auto.
+  void prepare(const config::Config& cfg, StartWhen when) noexcept override {
     if (startup_) return;
     try {
       auto* started = new Started(cfg);  // never freed: the thread may still refer to it at exit
-      startup_ = Startup::begin([started](bool background, const std::atomic<bool>& stop) { started->open(background, stop); });
+      startup_ = Startup::begin(
+          [started](bool background, const std::atomic<bool>& stop) { started->open(background, stop); },
+          std::chrono::milliseconds(0),
+          when == StartWhen::first_use ? Startup::Trigger::request : Startup::Trigger::library);
       if (startup_) started_ = started;
       else delete started;
     } catch (...) {  // out of memory: no start-up ahead of the first call
     }
   }
 
-  bool starting() const noexcept override { return startup_ && startup_->pending(); }
+  bool starting() noexcept override {
+    if (!startup_) return false;
+    startup_->request();
+    return startup_->pending();
+  }
 
   bool init(const config::Config& cfg, std::string& why) noexcept override {
     try {

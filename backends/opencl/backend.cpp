@@ -178,8 +178,8 @@ bool open_device(const config::Config& cfg, std::unique_ptr<Device>& out, std::s
 // cache, else measured), begun by prepare() on a thread of its own (common/startup.hpp). A
 // backend the configuration names: its first call waits for what is left of it, not for all of
 // it (about 60 ms of loading the ICD and LLVM on pocl, which a Python program spends importing its
-// modules instead). Under auto: no call waits; the router routes around the backend until the
-// start-up is done (Backend::starting), measuring costs included. A child forked after it gets
+// modules instead). Under auto it begins at the first BLAS call, and no call waits: the router
+// routes around the backend until the start-up is done (Backend::starting), costs included. A child forked after it gets
 // the parent's OpenCL state, which does not survive fork: init() in the child declines, as run()
 // already does once the parent initialised. Its outcome, failures included, is reported by init()
 // exactly as an inline start-up would be.
@@ -305,19 +305,28 @@ class OpenclBackend final : public hal::Backend {
     return Hint::unknown;
   }
 
-  // Starts the device on a thread of its own (see Started): once per process, from the main thread.
-  void prepare(const config::Config& cfg) noexcept override {
+  // Starts the device on a thread of its own (see Started): once per process, from the main thread;
+  // the thread begins once a library SOL intercepts is loaded when the configuration names opencl,
+  // at the first use (starting()) under auto.
+  void prepare(const config::Config& cfg, StartWhen when) noexcept override {
     if (startup_) return;
     try {
       auto* started = new Started(cfg);  // never freed: the thread may still refer to it at exit
-      startup_ = Startup::begin([started](bool background, const std::atomic<bool>& stop) { started->open(background, stop); });
+      startup_ = Startup::begin(
+          [started](bool background, const std::atomic<bool>& stop) { started->open(background, stop); },
+          std::chrono::milliseconds(0),
+          when == StartWhen::first_use ? Startup::Trigger::request : Startup::Trigger::library);
       if (startup_) started_ = started;
       else delete started;
     } catch (...) {  // out of memory: no start-up ahead of the first call
     }
   }
 
-  bool starting() const noexcept override { return startup_ && startup_->pending(); }
+  bool starting() noexcept override {
+    if (!startup_) return false;
+    startup_->request();
+    return startup_->pending();
+  }
 
   bool init(const config::Config& cfg, std::string& why) noexcept override {
     try {

@@ -737,8 +737,9 @@ bool start_executor(const config::Config& cfg) noexcept {
   verify::start(cfg);
   // The backends the configuration names may start their devices now, off the first call's path;
   // under auto, so may every device backend that knows an accelerator is here (a GPU the driver
-  // lists, an inventory that found one), so that no call waits for a device to come up: the
-  // router routes around one that is starting (Router::accelerators).
+  // lists, an inventory that found one), from the first call that asks the router about
+  // accelerators, so that no call waits for a device to come up: the router routes around one
+  // that is starting (Router::accelerators).
   Executor* ex = g_exec.load(std::memory_order_relaxed);
   for (const auto& name : cfg.backend)
     if (name != "auto" && name != "native") ex->registry.prepare(name);
@@ -747,7 +748,7 @@ bool start_executor(const config::Config& cfg) noexcept {
   if (cfg.uses_auto())
     for (const auto& b : hal::builtin_backends())
       if (ex->registry.device_backend(b.name) && ex->registry.accelerator_hint(b.name) == hal::Backend::Hint::yes)
-        ex->registry.prepare(b.name);
+        ex->registry.prepare(b.name, hal::Backend::StartWhen::first_use);
   if (cfg.lazy && may_use_device(cfg, ex->registry)) lazy::start(cfg);
   // A profile that sends classes to a backend compiling kernels: those compile now, off the path.
   if (ex->measured && std::find(cfg.backend.begin(), cfg.backend.end(), "auto") != cfg.backend.end())

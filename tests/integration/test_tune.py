@@ -854,3 +854,21 @@ def test_a_class_the_profile_sends_to_a_starting_accelerator_goes_there_once_it_
     m = COUNTS.search(r.stderr)
     assert int(m.group(1)) >= 3, r.stderr
     assert measured(r.stderr) == {}, r.stderr
+
+
+def test_a_process_that_never_calls_blas_starts_no_device(tmp_path):
+    """Under auto a device starts at the first BLAS call, not when the library is loaded: a process
+    that only loads BLAS creates no device context (a child it forked could not use one again). A
+    backend SOL_BACKEND names starts as soon as the library is there."""
+    config = tmp_path / "sol.toml"
+    config.write_text('[backends.opencl]\ncache_dir = "%s"\n[tune]\ndir = "%s"\n' % (tmp_path / "cl", tmp_path / "tune"))
+    program = [str(PROGRAMS / "device_gemms"), "96", "96", "96", "0", "wait=300"]
+    env = {"SOL_CONFIG": str(config), "SOL_LOG": "debug", "SOL_TEST_OPENCL_ACCELERATOR": "1", **ONE_THREAD}
+    named = run(program, env={**env, "SOL_BACKEND": "opencl"})
+    assert named.returncode == 0, named.stderr
+    if "backend opencl unavailable" in named.stderr:
+        pytest.skip("opencl is not available here (see `sol backends`)")
+    assert STARTED in named.stderr, named.stderr
+    under_auto = run(program, env={**env, "SOL_BACKEND": "auto"})
+    assert under_auto.returncode == 0, under_auto.stderr
+    assert "sol: opencl:" not in under_auto.stderr, under_auto.stderr
