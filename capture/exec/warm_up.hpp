@@ -18,7 +18,9 @@ class Profile;
 
 namespace sol::capture::warm_up {
 
-// For every backend that compiles kernels (Backend::compiles_kernels): at most 16 of the GEMM
+// First the openblas backend's set-up, when auto may measure or the profile sends classes there
+// (a private instance of the program's OpenBLAS with this CPU's kernels, where it runs older
+// ones). Then for every backend that compiles kernels (Backend::compiles_kernels): at most 16 of the GEMM
 // classes the profile sends there, each dimension capped at 512 (the kernel a size regime gets is
 // what matters, not the work), and, when auto may measure, a 64x64x64 SGEMM first: the backend's
 // own set-up, which measuring its first call would otherwise time. Only from the main thread, at

@@ -502,10 +502,14 @@ def test_oneDNN_is_warmed_up_for_what_auto_will_measure_or_route_there(cache):
     every later shape included). When auto may measure, a 64x64x64 SGEMM runs first on a start-up
     thread (or before the first measurement, which waits for it), so that measuring times oneDNN
     rather than its set-up; a run that routes from the profile also prepares the classes the
-    profile sends there. Without either, nothing runs. Results stay those of the chosen library."""
+    profile sends there; the openblas backend is set up first (on a CPU its program's OpenBLAS does
+    not know, a private instance of it). Without either, nothing runs. Results stay those of the
+    chosen library."""
     first = auto(cache, "measured_calls")
     assert first.returncode == 0, first.stderr
     assert warmed_classes(first.stderr) == 1, first.stderr  # the set-up alone: nothing routed yet
+    # The openblas backend, a candidate of every measurement, is set up first.
+    assert "sol: set openblas up ahead in " in first.stderr, first.stderr
     [path] = profiles(cache)
     with open(path) as f:
         text = f.read()
@@ -515,6 +519,7 @@ def test_oneDNN_is_warmed_up_for_what_auto_will_measure_or_route_there(cache):
         f.write(re.sub(r"^(row\t(?:[^\t]*\t){4})\w+", r"\g<1>native", text, flags=re.M))
     none = auto(cache, "measured_calls", SOL_TUNE="0")
     assert none.returncode == 0 and warmed_classes(none.stderr) is None, none.stderr
+    assert "set openblas up" not in none.stderr, none.stderr
     assert none.stdout == plain.stdout
     # Every class to oneDNN: each prepared ahead (and the set-up, measurement being on) by a
     # process that lives long enough for the start-up thread (0.2 s: a shorter one is not worth
