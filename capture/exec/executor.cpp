@@ -766,11 +766,11 @@ hal::NativeKind native_kind(Sym sym, const void* native) noexcept {
   if (!v) {
     bool below_par = false;
     hal::NativeKind kind = classify(native, below_par);
-    // An OpenBLAS below par that the openblas backend runs with this CPU's kernels: the built-in
-    // order (measurement off, a call too small to measure, an accelerator still starting) then
-    // takes the backend over native, and no symbol of it bypasses SOL.
+    // Under auto, an OpenBLAS below par that the openblas backend runs with this CPU's kernels:
+    // the built-in order (measurement off, a call too small to measure, an accelerator still
+    // starting) then takes the backend over native, and no symbol of it bypasses SOL.
     if (below_par)
-      if (Executor* ex = g_exec.load(std::memory_order_acquire))
+      if (Executor* ex = g_exec.load(std::memory_order_acquire); ex && ex->cfg.uses_auto())
         if (hal::Backend* ob = ex->registry.get("openblas"); ob && ob->outclasses_native(sym, native))
           kind = hal::NativeKind::outclassed;
     v = static_cast<uint8_t>(static_cast<uint8_t>(kind) + 1);
