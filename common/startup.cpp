@@ -128,7 +128,7 @@ Startup::State Startup::state() {
 bool Startup::pending() {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ == State::running) return runner_ == ::getpid();
-  return state_ == State::waiting && thread_waits_ && (trigger_ == Trigger::library || requested_);
+  return state_ == State::waiting && thread_waits_;
 }
 
 void Startup::request() {

@@ -73,10 +73,10 @@ class Startup {
   // Where the work stands (for a look only: it may change right after).
   State state();
 
-  // Whether the work is under way in this process, or will be without anyone asking: it runs, or
-  // it waits for its thread, which has not given up (and was requested, for Trigger::request). A
-  // caller that must not wait routes around what the work sets up meanwhile; one that finds it
-  // false gets it from take() (done, or run there and then: no thread will).
+  // Whether the work is under way in this process, or its thread waits for the trigger to begin
+  // it (a library not yet loaded; a request() its owner has promised). A caller that must not wait
+  // routes around what the work sets up meanwhile; one that finds it false gets it from take()
+  // (done, or run there and then: no thread will).
   bool pending();
 
  private:

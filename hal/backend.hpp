@@ -63,18 +63,21 @@ class Backend {
   // backend that knows an accelerator is here: it may start what init() will need on a thread of
   // its own, so that the first call does not wait for all of it (a device backend opens its
   // device). `when`: as soon as a library SOL intercepts is loaded (a backend the user named), or
-  // at the first use, starting() (auto's devices: a process that never calls BLAS creates no
-  // device context, which a child it forks could not have used again). Must return at once and
-  // must leave the program unaffected whatever happens on that thread; init() then reports any
-  // failure. A forked child must never get half of what the thread set up.
+  // at start_now() (auto's devices, once the process's first routed call has returned: a process
+  // that never calls BLAS creates no device context, which a child it forks could not have used
+  // again). Must return at once and must leave the program unaffected whatever happens on that
+  // thread; init() then reports any failure. A forked child must never get half of what the
+  // thread set up.
   enum class StartWhen : uint8_t { library_loaded, first_use };
   virtual void prepare(const config::Config& /*cfg*/, StartWhen /*when*/) noexcept {}
+  // A start-up prepared for its first use begins now.
+  virtual void start_now() noexcept {}
 
-  // Whether what prepare() started is still under way, so that init() would wait for it; a
-  // start-up that waits for its first use begins now. Under auto, the router routes around a
-  // backend that is starting (calls never wait for a device to come up) and asks again at later
-  // calls. Must be cheap and must not initialise anything.
-  virtual bool starting() noexcept { return false; }
+  // Whether what prepare() started is still under way, or waits to begin, so that init() would
+  // wait for it. Under auto, the router routes around a backend that is starting (calls never
+  // wait for a device to come up) and asks again at later calls. Must be cheap and must not
+  // initialise anything.
+  virtual bool starting() const noexcept { return false; }
 
   // True for a CPU backend whose first call of a kind of problem in a process sets up far more
   // than it computes (oneDNN: its own start-up, then JIT-compiled kernels per transposition and

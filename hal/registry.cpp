@@ -58,6 +58,11 @@ void Registry::prepare(std::string_view name, Backend::StartWhen when) noexcept 
   if (Backend* b = slot ? object(*slot) : nullptr) b->prepare(cfg_, when);
 }
 
+void Registry::start_now(std::string_view name) noexcept {
+  Slot* slot = find(name);
+  if (Backend* b = slot ? object(*slot) : nullptr) b->start_now();
+}
+
 bool Registry::starting(std::string_view name) noexcept {
   Slot* slot = find(name);
   if (!slot || slot->initialised.load(std::memory_order_acquire)) return false;

@@ -34,8 +34,10 @@ class Registry {
   Backend* get(std::string_view name) noexcept;
   // The backend's prepare() (see Backend), without initialising it.
   void prepare(std::string_view name, Backend::StartWhen when = Backend::StartWhen::library_loaded) noexcept;
-  // Whether get(name) would wait for the backend's start-up (Backend::starting, which begins one
-  // that waits for its first use): false once it is initialised, or when it was never prepared.
+  // The backend's start_now() (see Backend).
+  void start_now(std::string_view name) noexcept;
+  // Whether get(name) would wait for the backend's start-up (Backend::starting): false once it is
+  // initialised, or when it was never prepared.
   bool starting(std::string_view name) noexcept;
   // Why get(name) returned nullptr ("" otherwise).
   std::string why(std::string_view name);

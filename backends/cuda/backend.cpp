@@ -132,9 +132,9 @@ CostCache cost_cache_for(const config::Config& cfg, const Device& device) {
 
 // The device's start-up (the CUDA context, cuBLAS, and under auto unless a threshold is configured
 // the costs: 0.3 s and 0.45 s to measure on an H200), begun by prepare() on a thread of its own
-// (common/startup.hpp). Under auto it begins at the first BLAS call, which the router routes around
-// the backend until it is done (Backend::starting), as every call meanwhile: no call waits for the
-// GPU to come up, and a process that never calls BLAS creates no CUDA context. Its outcome, failures
+// (common/startup.hpp). Under auto it begins once the first routed BLAS call has returned, and the
+// router routes every call around the backend until it is done (Backend::starting): no call waits
+// for the GPU to come up, and a process that never calls BLAS creates no CUDA context. Its outcome, failures
 // included, is reported by init() as an inline start-up's would be. A child forked after it began
 // has none of the parent's CUDA state: init() there declines.
 struct Started {
@@ -219,7 +219,7 @@ class CudaBackend final : public hal::Backend {
   bool runs_lazily() const noexcept override { return may_have_gpu(); }
 
   // Starts the device on a thread of its own (see Started): once a library SOL intercepts is
-  // loaded when the configuration names cuda, at the first use under auto.
+  // loaded when the configuration names cuda, at start_now() under auto.
   void prepare(const config::Config& cfg, StartWhen when) noexcept override {
     if (startup_) return;
     try {
@@ -234,11 +234,10 @@ class CudaBackend final : public hal::Backend {
     }
   }
 
-  bool starting() noexcept override {
-    if (!startup_) return false;
-    startup_->request();
-    return startup_->pending();
+  void start_now() noexcept override {
+    if (startup_) startup_->request();
   }
+  bool starting() const noexcept override { return startup_ && startup_->pending(); }
 
   bool init(const config::Config& cfg, std::string& why) noexcept override {
     try {

@@ -178,8 +178,9 @@ bool open_device(const config::Config& cfg, std::unique_ptr<Device>& out, std::s
 // cache, else measured), begun by prepare() on a thread of its own (common/startup.hpp). A
 // backend the configuration names: its first call waits for what is left of it, not for all of
 // it (about 60 ms of loading the ICD and LLVM on pocl, which a Python program spends importing its
-// modules instead). Under auto it begins at the first BLAS call, and no call waits: the router
-// routes around the backend until the start-up is done (Backend::starting), costs included. A child forked after it gets
+// modules instead). Under auto it begins once the first routed BLAS call has returned, and no call
+// waits: the router routes around the backend until the start-up is done (Backend::starting),
+// costs included. A child forked after it gets
 // the parent's OpenCL state, which does not survive fork: init() in the child declines, as run()
 // already does once the parent initialised. Its outcome, failures included, is reported by init()
 // exactly as an inline start-up would be.
@@ -307,7 +308,7 @@ class OpenclBackend final : public hal::Backend {
 
   // Starts the device on a thread of its own (see Started): once per process, from the main thread;
   // the thread begins once a library SOL intercepts is loaded when the configuration names opencl,
-  // at the first use (starting()) under auto.
+  // at start_now() under auto.
   void prepare(const config::Config& cfg, StartWhen when) noexcept override {
     if (startup_) return;
     try {
@@ -322,11 +323,10 @@ class OpenclBackend final : public hal::Backend {
     }
   }
 
-  bool starting() noexcept override {
-    if (!startup_) return false;
-    startup_->request();
-    return startup_->pending();
+  void start_now() noexcept override {
+    if (startup_) startup_->request();
   }
+  bool starting() const noexcept override { return startup_ && startup_->pending(); }
 
   bool init(const config::Config& cfg, std::string& why) noexcept override {
     try {

@@ -92,6 +92,9 @@ struct Executor {
   bool strict;
   bool verify;
   bool measured;  // auto routes by measurement: it measures, or a profile exists to route by
+  // Under auto, the device backends prepared for their first use (Backend::StartWhen::first_use):
+  // started once the process's first routed call has returned (start_devices()).
+  std::vector<std::string> start_after_first_call;
   // The program has made a routed BLAS call that its own library ran: a class measured from then
   // on is measured as part of a mixed program (measure::run's `home`).
   std::atomic<bool> native_ran{false};
@@ -126,6 +129,7 @@ struct Executor {
 };
 std::atomic<Executor*> g_exec{nullptr};
 bool tracing_ = false;
+std::atomic<bool> g_start_devices{false};  // Executor::start_after_first_call is still to be done
 
 // Per symbol: 0 unknown, else NativeKind + 1.
 std::atomic<uint8_t> g_kind[kNumSymbols];
@@ -747,8 +751,14 @@ bool start_executor(const config::Config& cfg) noexcept {
     if (r.backend != "auto" && r.backend != "native") ex->registry.prepare(r.backend);
   if (cfg.uses_auto())
     for (const auto& b : hal::builtin_backends())
-      if (ex->registry.device_backend(b.name) && ex->registry.accelerator_hint(b.name) == hal::Backend::Hint::yes)
+      if (ex->registry.device_backend(b.name) && ex->registry.accelerator_hint(b.name) == hal::Backend::Hint::yes) {
         ex->registry.prepare(b.name, hal::Backend::StartWhen::first_use);
+        try {
+          ex->start_after_first_call.emplace_back(b.name);
+          g_start_devices.store(true, std::memory_order_release);
+        } catch (...) {  // out of memory: its first use initialises it, as without a start-up
+        }
+      }
   if (cfg.lazy && may_use_device(cfg, ex->registry)) lazy::start(cfg);
   // A profile that sends classes to a backend compiling kernels: those compile now, off the path.
   if (ex->measured && std::find(cfg.backend.begin(), cfg.backend.end(), "auto") != cfg.backend.end())
@@ -832,7 +842,27 @@ void memo_keep(Sym s, const MemoKey& key) noexcept {
   memo_entry(s, key) = {key, changes, s};
 }
 
+namespace {
+const char* execute_call(Node& node, NativeFn program_native) noexcept;
+
+// The devices auto prepared begin their start-up once, after the process's first routed call: the
+// start-up's libraries load under the loader's lock (pocl's LLVM, CUDA's cuBLAS), which that call's
+// own dladdr and dlsym (its native library's identity, its class) would otherwise wait for.
+void start_devices() noexcept {
+  if (!g_start_devices.exchange(false, std::memory_order_acq_rel)) return;
+  if (Executor* ex = g_exec.load(std::memory_order_acquire))
+    for (const auto& name : ex->start_after_first_call) ex->registry.start_now(name);
+}
+}  // namespace
+
 const char* execute(Node& node, NativeFn program_native) noexcept {
+  const char* ran = execute_call(node, program_native);
+  if (SOL_UNLIKELY(g_start_devices.load(std::memory_order_relaxed))) start_devices();
+  return ran;
+}
+
+namespace {
+const char* execute_call(Node& node, NativeFn program_native) noexcept {
   t_memo_offer = 0;
   // Every way to the program's own library passes what the lazy executor holds back first.
   auto host_native = [&]() noexcept {
@@ -947,5 +977,6 @@ const char* execute(Node& node, NativeFn program_native) noexcept {
              symbol_name(node.sym));
   std::abort();
 }
+}  // namespace
 
 }  // namespace sol::capture
