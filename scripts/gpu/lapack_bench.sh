@@ -118,7 +118,7 @@ human() {  # bytes as GB/MB
   awk -v b="$1" 'BEGIN { if (b == "") print "-"; else if (b >= 1e9) printf "%.2f GB\n", b / 1e9; else printf "%.1f MB\n", b / 1e6 }'
 }
 
-printf -v header '%-13s %-6s %6s %9s %8s %8s %10s %10s %9s  %s' method routine n seconds GFLOP/s first_s to_device back residual agrees
+printf -v header '%-22s %-6s %6s %9s %8s %8s %10s %10s %9s  %s' method routine n seconds GFLOP/s first_s to_device back residual agrees
 say "$header"
 rows=
 for method in ${LAPACK_METHODS:-cpu nvblas sol-cuda sol-cuda-lazy}; do
@@ -138,19 +138,19 @@ for routine in ${LAPACK_ROUTINES:-getrf potrf}; do
     method=${label%#*}
     stem=$logs/$label.$routine
     if [ "$method" != cpu ] && [ $gpu = 0 ]; then
-      printf -v row '%-13s %-6s %6s  SKIP: no GPU (nvidia-smi -L lists none)' "$label" "$routine" "$n"
+      printf -v row '%-22s %-6s %6s  SKIP: no GPU (nvidia-smi -L lists none)' "$label" "$routine" "$n"
       say "$row"
       continue
     fi
     if [ "$method" = nvblas ] && [ -z "$nvblas" ]; then
-      printf -v row '%-13s %-6s %6s  SKIP: no libnvblas.so (ld.so cache, /usr/local/cuda, pip wheels)' "$label" "$routine" "$n"
+      printf -v row '%-22s %-6s %6s  SKIP: no libnvblas.so (ld.so cache, /usr/local/cuda, pip wheels)' "$label" "$routine" "$n"
       say "$row"
       continue
     fi
     run "$method" "$routine" "$label"
     rc=$?
     if ! grep -q '^lapack ' "$stem.txt" 2> /dev/null; then
-      printf -v row '%-13s %-6s %6s  FAIL: exit %s: %s' "$label" "$routine" "$n" "$rc" \
+      printf -v row '%-22s %-6s %6s  FAIL: exit %s: %s' "$label" "$routine" "$n" "$rc" \
         "$(grep -v '^$' "$stem.err" 2> /dev/null | tail -1 | cut -c1-100)"
       say "$row"
       failed=1
@@ -179,7 +179,7 @@ for routine in ${LAPACK_ROUTINES:-getrf potrf}; do
     [ "$rc" != 0 ] && agrees="$agrees, exit $rc"
     case $agrees in NO*|*exit*) failed=1 ;; esac
     [ "${method#sol-cuda}" != "$method" ] && [ "$up" = none ] && { agrees="$agrees, NOT on the device"; failed=1; }
-    printf -v row '%-13s %-6s %6s %9s %8s %8s %10s %10s %9s  %s' "$label" "$routine" "$n" \
+    printf -v row '%-22s %-6s %6s %9s %8s %8s %10s %10s %9s  %s' "$label" "$routine" "$n" \
       "$(field "$stem.txt" seconds)" "$(field "$stem.txt" gflops)" "$(field "$stem.txt" first)" "$up" "$down" \
       "$(field "$stem.txt" residual)" "$agrees"
     say "$row"
