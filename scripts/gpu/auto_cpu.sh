@@ -10,7 +10,8 @@
 #
 # Run from the repository root:
 #   SOL_BUILD=<dir with libsol.so, sol, bench/bench_gemm> OUT=<log dir> [AUTO_SIZES=64,256,1024]
-#   [AUTO_TRANS=NN,TN] [AUTO_TYPES=s,d] scripts/gpu/auto_cpu.sh
+#   [AUTO_TRANS=NN,TN] [AUTO_TYPES=s,d] [AUTO_SWEEP=0: the first calls only, about 15 s]
+#   scripts/gpu/auto_cpu.sh
 set -u
 : "${SOL_BUILD:?set SOL_BUILD to the build directory}" "${OUT:?set OUT to a directory for logs}"
 root=$(pwd)
@@ -43,5 +44,6 @@ fi
       cut -c1-200
   done
 } 2>&1 | tee "$out/first_call.txt"
+[ "${AUTO_SWEEP:-1}" = 0 ] && exit 0
 python3 "$root/bench/auto_sweep.py" "$build" --sizes "${AUTO_SIZES:-64,256,1024}" --trans "${AUTO_TRANS:-NN,TN}" \
   --types "${AUTO_TYPES:-s,d}" 2>&1 | tee "$out/sweep.txt"
