@@ -13,11 +13,16 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -25,6 +30,7 @@
 #include "common/fs_safety.hpp"
 #include "common/hash.hpp"
 #include "common/human.hpp"
+#include "common/log.hpp"
 
 namespace sol::backends {
 
@@ -186,6 +192,125 @@ class CostCache {
   std::string dir_, path_;
   std::string header_;
   uint64_t check_ = 0;
+};
+
+// What a start-up thread found of the costs (find_costs_ahead).
+enum class CostsFound : uint8_t { not_looked_for, from_cache, measured, failed };
+
+// On a device's start-up thread: its costs from `cache`, else measured by `measure` (a
+// `bool(DeviceCosts&, std::string& why)`) and written there. `backend` and `device` name them in
+// the log lines (at debug for a cache read, at info for a measurement).
+template <class Measure>
+CostsFound find_costs_ahead(const char* backend, const std::string& device, const CostCache& cache,
+                            DeviceCosts& out, std::string& why, Measure&& measure) {
+  if (cache.read(out)) {
+    SOL_LOG(debug, "%s: device costs from %s", backend, cache.path().c_str());
+    return CostsFound::from_cache;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!measure(out, why)) return CostsFound::failed;
+  cache.write(out);
+  SOL_LOG(info, "%s: measured %s%s in %.0f ms, on the start-up thread; under auto from %.3g flops", backend,
+          device.c_str(), describe(out).c_str(),
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+          break_even_flops(out));
+  return CostsFound::measured;
+}
+
+// A device backend's costs in a process: unknown until the start-up thread found them, the disk
+// cache had them, or they were measured at their first need; measured at most once, and a failure
+// is final (the backend is then no accelerator, with the reason in its description). Lock-free to
+// read once settled.
+class KnownCosts {
+ public:
+  explicit KnownCosts(const char* backend) : backend_(backend) {}
+
+  // In init(), before any other use: where the figures are kept, and what a start-up thread found
+  // (`found`, with `costs` or `why`); `device` names the device in a failure's warning.
+  void begin(std::unique_ptr<CostCache> cache, CostsFound found, const DeviceCosts& costs, const std::string& why,
+             const std::string& device) noexcept {
+    cache_ = std::move(cache);
+    if (found == CostsFound::not_looked_for) return;
+    cache_read_ = true;
+    if (found == CostsFound::failed) fail(device, why.c_str());
+    else publish(costs);
+  }
+
+  const DeviceCosts* known() const noexcept {
+    return state_.load(std::memory_order_acquire) == State::known ? &costs_ : nullptr;
+  }
+  bool failed() const noexcept { return state_.load(std::memory_order_acquire) == State::failed; }
+  const std::string& why() const noexcept { return why_; }  // once failed()
+  double break_even() const noexcept { return break_even_; }  // once known()
+
+  // The costs: known, else from the disk cache (read once), else measured now by `measure` (a
+  // `bool(DeviceCosts&, std::string& why)`) when `may_measure` (never in a forked child or an
+  // exiting process: the caller says so). `mu` is the device's lock, held while measuring. nullptr
+  // when there are none.
+  template <class Measure>
+  const DeviceCosts* get(bool may_measure, std::mutex& mu, const std::string& device, Measure&& measure) noexcept {
+    if (state_.load(std::memory_order_acquire) != State::unknown) return known();
+    std::lock_guard<std::mutex> lock(mu);
+    if (state_.load(std::memory_order_relaxed) != State::unknown) return known();
+    try {
+      DeviceCosts c;
+      if (!cache_read_) {
+        cache_read_ = true;
+        if (cache_ && cache_->read(c)) {
+          SOL_LOG(debug, "%s: device costs from %s", backend_, cache_->path().c_str());
+          return publish(c);
+        }
+      }
+      if (!may_measure) return nullptr;
+      const auto t0 = std::chrono::steady_clock::now();
+      std::string why;
+      if (!measure(c, why)) {
+        fail(device, why.c_str());
+        return nullptr;
+      }
+      if (cache_) cache_->write(c);
+      SOL_LOG(info, "%s: measured %s%s in %.0f ms; under auto from %.3g flops", backend_, device.c_str(),
+              describe(c).c_str(),
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+              break_even_flops(c));
+      return publish(c);
+    } catch (const std::bad_alloc&) {
+      fail(device, "out of memory while measuring");
+    } catch (...) {
+      fail(device, "unexpected error while measuring");
+    }
+    return nullptr;
+  }
+
+ private:
+  enum class State : uint8_t { unknown, known, failed };
+
+  const DeviceCosts* publish(const DeviceCosts& c) noexcept {
+    costs_ = c;
+    break_even_ = break_even_flops(c);
+    state_.store(State::known, std::memory_order_release);
+    return &costs_;
+  }
+  void fail(const std::string& device, const char* why) noexcept {
+    try {
+      why_ = why;
+    } catch (...) {  // out of memory: the description gives no reason, the line below still does
+    }
+    state_.store(State::failed, std::memory_order_release);
+    char cause[32];
+    std::snprintf(cause, sizeof cause, "%s: costs", backend_);
+    log::once(log::Level::warn, cause, "%s: not used under auto: measuring %s failed: %s", backend_, device.c_str(),
+              why);
+  }
+
+  const char* backend_;
+  std::unique_ptr<CostCache> cache_;
+  // Written under the device's lock while state_ is unknown, read-only once it is not.
+  DeviceCosts costs_;
+  double break_even_ = 0;
+  std::string why_;
+  bool cache_read_ = false;
+  std::atomic<State> state_{State::unknown};
 };
 
 }  // namespace sol::backends

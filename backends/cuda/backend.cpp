@@ -12,6 +12,7 @@
 #include <new>
 #include <string>
 
+#include "backends/common/device_startup.hpp"
 #include "backends/cuda/blas.hpp"
 #include "backends/cuda/cost.hpp"
 #include "backends/cuda/device.hpp"
@@ -22,7 +23,6 @@
 #include "capture/blas/blas.hpp"
 #include "capture/lazy/coherence.hpp"
 #include "common/log.hpp"
-#include "common/startup.hpp"
 #include "config/config.hpp"
 #include "hal/profile.hpp"
 #include "hal/transfers.hpp"
@@ -126,18 +126,26 @@ bool may_have_gpu() noexcept {
 
 // The device's measured costs on disk, in the profile directory: keyed by the device (its slot
 // included) and the driver and cuBLAS that the figures were measured with.
-CostCache cost_cache_for(const config::Config& cfg, const Device& device) {
-  return CostCache(hal::profile::profile_dir(cfg), device.identity(), kCostCacheHeader);
+std::unique_ptr<CostCache> cost_cache_for(const config::Config& cfg, const Device& device) {
+  return std::make_unique<CostCache>(hal::profile::profile_dir(cfg), device.identity(), kCostCacheHeader);
+}
+
+constexpr size_t kKeepBytes = size_t{64} << 20;  // device buffers reused between calls, each
+
+// Measures the device's costs now (its stream idle, nobody else using it).
+bool measure_now(Device& device, Costs& out, std::string& why) {
+  const bool ok = device.make_current() == cudaSuccess && measure_costs(device, out, why);
+  device.release_larger_than(kKeepBytes);
+  if (!ok && why.empty()) why = "cudaSetDevice failed";
+  return ok;
 }
 
 // The device's start-up (the CUDA context, cuBLAS, and under auto unless a threshold is configured
-// the costs: 0.3 s and 0.45 s to measure on an H200), begun by prepare() on a thread of its own
-// (common/startup.hpp). Under auto it begins once the first routed BLAS call has returned, and the
-// router routes every call around the backend until it is done (Backend::starting): no call waits
-// for the GPU to come up, and a process that never calls BLAS creates no CUDA context. Its outcome, failures
-// included, is reported by init() as an inline start-up's would be. A child forked after it began
-// has none of the parent's CUDA state: init() there declines.
-struct Started {
+// the costs: 0.3 s and 0.45 s to measure on an H200), on a thread of its own
+// (backends/common/device_startup.hpp). Under auto it begins once the first routed BLAS call has
+// returned, and the router routes every call around the backend until it is done: no call waits
+// for the GPU to come up, and a process that never calls BLAS creates no CUDA context.
+struct Started : StartedDevice<Device> {
   explicit Started(const config::Config& c) : cfg(c) {}
   void open(bool background, const std::atomic<bool>& stop) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -146,26 +154,13 @@ struct Started {
       ok = dev->open(why);
       if (!ok) return;
       hook_exit();
-      const char* costs_from = "";
-      if (background && cfg.cuda_min_flops <= 0 && cfg.uses_auto() && !stop.load(std::memory_order_relaxed)) {
-        const CostCache cache = cost_cache_for(cfg, *dev);
-        if (cache.read(costs)) {
-          costs_state = 1;
-          costs_from = ", its costs from the cache";
-        } else {
-          const bool measured = dev->make_current() == cudaSuccess && measure_costs(*dev, costs, costs_why);
-          dev->release_larger_than(kKeepBytes);
-          costs_state = measured ? 1 : 2;
-          if (!measured && costs_why.empty()) costs_why = "cudaSetDevice failed";
-          if (measured) cache.write(costs);
-          costs_from = measured ? ", its costs measured" : "";
-        }
-      }
+      if (background && cfg.cuda_min_flops <= 0 && cfg.uses_auto() && !stop.load(std::memory_order_relaxed))
+        costs_found = find_costs_ahead("cuda", dev->description(), *cost_cache_for(cfg, *dev), costs, costs_why,
+                                       [&](Costs& out, std::string& w) { return measure_now(*dev, out, w); });
       device = std::move(dev);
       if (background)
-        SOL_LOG(debug, "cuda: device started ahead of the first call in %.1f ms%s",
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
-                costs_from);
+        SOL_LOG(debug, "cuda: device started ahead of the first call in %.1f ms",
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     } catch (const std::bad_alloc&) {
       ok = false;
       why = "out of memory while initialising";
@@ -174,37 +169,8 @@ struct Started {
       why = "unexpected error while initialising";
     }
   }
-  // The started device for init().
-  bool take(Startup& startup, std::unique_ptr<Device>& out, std::string& reason) {
-    switch (startup.take(std::chrono::hours(1))) {  // a start-up under way in this process ends
-      case Startup::Outcome::abandoned:
-        reason = "this process was forked while its parent started the CUDA device (CUDA state does not survive fork)";
-        return false;
-      case Startup::Outcome::done_before_fork:
-        reason = "the CUDA device was started before this process was forked (CUDA state does not survive fork)";
-        return false;
-      case Startup::Outcome::timed_out:
-        reason = "the CUDA device's start-up did not finish";
-        return false;
-      case Startup::Outcome::done:
-        break;
-    }
-    if (!ok || !device) {
-      reason = why.empty() ? "the CUDA device's start-up failed" : why;
-      return false;
-    }
-    out = std::move(device);
-    return true;
-  }
 
-  static constexpr size_t kKeepBytes = size_t{64} << 20;  // as the backend's
   const config::Config cfg;
-  std::unique_ptr<Device> device;
-  std::string why;
-  bool ok = false;
-  int costs_state = 0;  // 0 not measured, 1 measured (costs), 2 measuring failed (costs_why)
-  Costs costs;
-  std::string costs_why;
 };
 
 class CudaBackend final : public hal::Backend {
@@ -220,30 +186,15 @@ class CudaBackend final : public hal::Backend {
 
   // Starts the device on a thread of its own (see Started): once a library SOL intercepts is
   // loaded when the configuration names cuda, at start_now() under auto.
-  void prepare(const config::Config& cfg, StartWhen when) noexcept override {
-    if (startup_) return;
-    try {
-      auto* started = new Started(cfg);  // never freed: the thread may still refer to it at exit
-      startup_ = Startup::begin(
-          [started](bool background, const std::atomic<bool>& stop) { started->open(background, stop); },
-          std::chrono::milliseconds(0),
-          when == StartWhen::first_use ? Startup::Trigger::request : Startup::Trigger::library);
-      if (startup_) started_ = started;
-      else delete started;
-    } catch (...) {  // out of memory: no start-up ahead of the first call
-    }
-  }
-
-  void start_now() noexcept override {
-    if (startup_) startup_->request();
-  }
-  bool starting() const noexcept override { return startup_ && startup_->pending(); }
+  void prepare(const config::Config& cfg, StartWhen when) noexcept override { startup_.prepare(cfg, when); }
+  void start_now() noexcept override { startup_.start_now(); }
+  bool starting() const noexcept override { return startup_.starting(); }
 
   bool init(const config::Config& cfg, std::string& why) noexcept override {
     try {
       std::unique_ptr<Device> device;
-      if (started_) {
-        if (!started_->take(*startup_, device, why)) return false;
+      if (startup_.started()) {
+        if (!startup_.take(device, why, "CUDA")) return false;
       } else {
         device = std::make_unique<Device>();
         if (!device->open(why)) return false;
@@ -251,17 +202,7 @@ class CudaBackend final : public hal::Backend {
       }
       device_ = std::move(device);
       pid_ = ::getpid();
-      cost_cache_ = std::make_unique<CostCache>(cost_cache_for(cfg, *device_));
-      if (started_ && started_->costs_state != 0) {  // the start-up thread found them, or failed to
-        cost_cache_read_ = true;
-        if (started_->costs_state == 1) {
-          publish(started_->costs);
-          SOL_LOG(info, "cuda: %s%s, from the start-up thread; under auto from %.3g flops",
-                  device_->description().c_str(), describe(costs_).c_str(), break_even_);
-        } else {
-          fail_costs(started_->costs_why.c_str());
-        }
-      }
+      startup_.hand_costs(costs_, cost_cache_for(cfg, *device_), device_->description());
       memory_ = std::make_unique<CudaMemory>(*device_, mutex_);
 #if SOL_CUDA_CUDNN
       dnn_ = std::make_unique<Dnn>(*device_);
@@ -311,20 +252,17 @@ class CudaBackend final : public hal::Backend {
     }
 #endif
     if (const Costs* c = costs(false)) return d + describe(*c);
-    if (costs_state_.load(std::memory_order_acquire) == CostState::failed)
-      d += ", not used under auto: measuring it failed: " + costs_why_;
+    if (costs_.failed()) d += ", not used under auto: measuring it failed: " + costs_.why();
     return d;
   }
 
   // A GPU, while its costs could be measured (or were never needed: an explicit threshold).
-  bool accelerator() const noexcept override {
-    return device_ && costs_state_.load(std::memory_order_acquire) != CostState::failed;
-  }
+  bool accelerator() const noexcept override { return device_ && !costs_.failed(); }
 
   // An explicit backends.cuda.min_flops, else the measured break-even size.
   double min_flops() const noexcept override {
     if (min_flops_ > 0) return min_flops_;
-    return accelerator() && costs(true) ? break_even_ : 0;
+    return accelerator() && costs(true) ? costs_.break_even() : 0;
   }
 
   double estimate_seconds(const capture::Node& node, double flops) const noexcept override {
@@ -387,74 +325,18 @@ class CudaBackend final : public hal::Backend {
   hal::DeviceMemory* memory() noexcept override { return memory_.get(); }
 
  private:
-  static constexpr size_t kKeepBytes = size_t{64} << 20;  // buffers reused between calls, each
-
-  enum class CostState : uint8_t { unknown, known, failed };
-
-  // The device's costs: from memory, else from the disk cache (cost_cache_for), else measured now
-  // when `may_measure` (at most once per process; a failure is final and makes accelerator()
-  // false). Under auto the start-up thread has usually found them already. Measuring holds the
+  // The device's costs: known, else from the disk cache, else measured now when `may_measure`
+  // (never in a forked child, which has no CUDA state, nor once exit() began). Measuring holds the
   // stream's lock: run() waits meanwhile.
   const Costs* costs(bool may_measure) const noexcept {
-    const CostState state = costs_state_.load(std::memory_order_acquire);
-    if (state != CostState::unknown || !device_) return state == CostState::known ? &costs_ : nullptr;
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (costs_state_.load(std::memory_order_relaxed) != CostState::unknown)
-      return costs_state_.load(std::memory_order_relaxed) == CostState::known ? &costs_ : nullptr;
-    try {
-      Costs measured;
-      if (!cost_cache_read_) {
-        cost_cache_read_ = true;
-        if (cost_cache_->read(measured)) {
-          SOL_LOG(debug, "cuda: device costs from %s", cost_cache_->path().c_str());
-          return publish(measured);
-        }
-      }
-      // A forked child has no CUDA state, and an exiting process perhaps no runtime.
-      if (!may_measure || ::getpid() != pid_ || g_exiting.load(std::memory_order_acquire)) return nullptr;
-      const auto t0 = std::chrono::steady_clock::now();
-      std::string why;
-      const bool ok = device_->make_current() == cudaSuccess && measure_costs(*device_, measured, why);
-      device_->release_larger_than(kKeepBytes);
-      if (!ok) {
-        fail_costs(why.empty() ? "cudaSetDevice failed" : why.c_str());
-        return nullptr;
-      }
-      cost_cache_->write(measured);
-      SOL_LOG(info, "cuda: measured %s%s in %.0f ms; under auto from %.3g flops", device_->description().c_str(),
-              describe(measured).c_str(),
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
-              break_even_flops(measured));
-      return publish(measured);
-    } catch (const std::bad_alloc&) {
-      fail_costs("out of memory while measuring");
-    } catch (...) {
-      fail_costs("unexpected error while measuring");
-    }
-    return nullptr;
+    if (!device_) return nullptr;
+    return costs_.get(may_measure && ::getpid() == pid_ && !g_exiting.load(std::memory_order_acquire), mutex_,
+                      device_->description(),
+                      [&](Costs& out, std::string& why) { return measure_now(*device_, out, why); });
   }
 
-  const Costs* publish(const Costs& c) const noexcept {
-    costs_ = c;
-    break_even_ = break_even_flops(c);
-    costs_state_.store(CostState::known, std::memory_order_release);
-    return &costs_;
-  }
-
-  void fail_costs(const char* why) const noexcept {
-    try {
-      costs_why_ = why;
-    } catch (...) {
-    }
-    costs_state_.store(CostState::failed, std::memory_order_release);
-    log::once(log::Level::warn, "cuda: costs", "cuda: not used under auto: measuring %s failed: %s",
-              device_->description().c_str(), why);
-  }
-
-  Startup* startup_ = nullptr;  // prepare()'s, when it started one
-  Started* started_ = nullptr;  // its work's outcome
+  DeviceStartup<Started> startup_;
   std::unique_ptr<Device> device_;
-  std::unique_ptr<CostCache> cost_cache_;
   std::unique_ptr<CudaMemory> memory_;
   std::unique_ptr<Resident> resident_;  // lazily: the device copies kept between nodes (destroyed before device_)
 #if SOL_CUDA_CUDNN
@@ -464,12 +346,7 @@ class CudaBackend final : public hal::Backend {
   double min_flops_ = 0;      // backends.cuda.min_flops: an explicit threshold when > 0
   pid_t pid_ = 0;
 
-  // Written under mutex_ while costs_state_ is unknown, read-only once it is not.
-  mutable Costs costs_;
-  mutable double break_even_ = 0;
-  mutable std::string costs_why_;
-  mutable bool cost_cache_read_ = false;
-  mutable std::atomic<CostState> costs_state_{CostState::unknown};
+  mutable KnownCosts costs_{"cuda"};  // written under mutex_
 };
 
 }  // namespace

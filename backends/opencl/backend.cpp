@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/common/device_startup.hpp"
 #include "backends/opencl/blas.hpp"
 #include "backends/opencl/cost.hpp"
 #include "backends/opencl/device.hpp"
@@ -175,16 +176,14 @@ bool open_device(const config::Config& cfg, std::unique_ptr<Device>& out, std::s
 
 // The device's start-up (libraries, platform, context, queue, CLBlast's GEMM programs from the
 // disk cache, and for an accelerator whose threshold auto measures, its costs: from the disk
-// cache, else measured), begun by prepare() on a thread of its own (common/startup.hpp). A
-// backend the configuration names: its first call waits for what is left of it, not for all of
-// it (about 60 ms of loading the ICD and LLVM on pocl, which a Python program spends importing its
-// modules instead). Under auto it begins once the first routed BLAS call has returned, and no call
-// waits: the router routes around the backend until the start-up is done (Backend::starting),
-// costs included. A child forked after it gets
-// the parent's OpenCL state, which does not survive fork: init() in the child declines, as run()
-// already does once the parent initialised. Its outcome, failures included, is reported by init()
-// exactly as an inline start-up would be.
-struct Started {
+// cache, else measured), on a thread of its own (backends/common/device_startup.hpp). A backend
+// the configuration names: its first call waits for what is left of it, not for all of it (about
+// 60 ms of loading the ICD and LLVM on pocl, which a Python program spends importing its modules
+// instead). Under auto it begins once the first routed BLAS call has returned, and no call waits:
+// the router routes around the backend until the start-up is done, costs included. A child
+// forked after it gets the parent's OpenCL state, which does not survive fork: init() in the child
+// declines, as run() already does once the parent initialised.
+struct Started : StartedDevice<Device> {
   explicit Started(const config::Config& c) : cfg(c) {}
   // The start-up's work (Startup::Work): only the thread warms up; a first call that starts the
   // device itself needs its own program, not every precision's.
@@ -201,8 +200,11 @@ struct Started {
         blas_warm_up(*dev, stop);
         loaded = ProgramCache::totals().loaded - before;
         slow_if_asked(stop);
-        if ((dev->is_accelerator() || test_forces_accelerator()) && cfg.opencl_min_flops <= 0 && cfg.uses_auto())
-          find_costs(*dev, stop);
+        // The first call would measure them, on the device it needs at once.
+        if ((dev->is_accelerator() || test_forces_accelerator()) && cfg.opencl_min_flops <= 0 && cfg.uses_auto() &&
+            !stop.load(std::memory_order_relaxed))
+          costs_found = find_costs_ahead("opencl", dev->description(), *cost_cache_for(cfg, *dev), costs, costs_why,
+                                         [&](Costs& out, std::string& why) { return measure_costs(*dev, out, why); });
       }
     } catch (const std::bad_alloc&) {
       opened = false;
@@ -218,26 +220,6 @@ struct Started {
     device = std::move(dev);
     why = std::move(reason);
   }
-  // The device's costs, from the disk cache or measured (the first call would, on the device it
-  // needs at once), so that the calls after the start-up route by them at once.
-  void find_costs(Device& dev, const std::atomic<bool>& stop) {
-    auto cache = cost_cache_for(cfg, dev);
-    if (cache->read(costs)) {
-      costs_state = 1;
-      SOL_LOG(debug, "opencl: device costs from %s", cache->path().c_str());
-      return;
-    }
-    if (stop.load(std::memory_order_relaxed)) return;
-    const auto t0 = std::chrono::steady_clock::now();
-    if (!measure_costs(dev, costs, costs_why)) {
-      costs_state = 2;
-      return;
-    }
-    costs_state = 1;
-    cache->write(costs);
-    SOL_LOG(info, "opencl: measured %s%s in %.0f ms, on the start-up thread; under auto from %.3g flops",
-            dev.description().c_str(), describe(costs).c_str(), ms_since(t0), break_even_flops(costs));
-  }
   // SOL_TEST_SLOW=opencl:startup: the start-up takes a second longer (a device that is slow to
   // come up), so that a test sees calls route around it. Not a configuration key.
   static void slow_if_asked(const std::atomic<bool>& stop) {
@@ -249,38 +231,7 @@ struct Started {
     }
   }
 
-  // The started device for init().
-  bool take(Startup& startup, std::unique_ptr<Device>& out, std::string& reason) {
-    // Unbounded in effect: the first call needs the device, and a start-up under way in this
-    // process ends (compiling CLBlast's kernels with pocl's cache empty takes 10-11 s).
-    switch (startup.take(std::chrono::hours(1))) {
-      case Startup::Outcome::abandoned:
-        reason = "this process was forked while its parent started the OpenCL device (OpenCL state does not survive fork)";
-        return false;
-      case Startup::Outcome::done_before_fork:
-        reason = "the OpenCL device was started before this process was forked (OpenCL state does not survive fork)";
-        return false;
-      case Startup::Outcome::timed_out:
-        reason = "the OpenCL device's start-up did not finish";
-        return false;
-      case Startup::Outcome::done:
-        break;
-    }
-    if (!ok) {
-      reason = why;
-      return false;
-    }
-    out = std::move(device);
-    return out != nullptr;
-  }
-
   const config::Config cfg;
-  std::unique_ptr<Device> device;
-  std::string why;
-  bool ok = false;
-  int costs_state = 0;  // 0 not looked for, 1 known (costs), 2 measuring failed (costs_why)
-  Costs costs;
-  std::string costs_why;
 };
 
 class OpenclBackend final : public hal::Backend {
@@ -309,38 +260,18 @@ class OpenclBackend final : public hal::Backend {
   // Starts the device on a thread of its own (see Started): once per process, from the main thread;
   // the thread begins once a library SOL intercepts is loaded when the configuration names opencl,
   // at start_now() under auto.
-  void prepare(const config::Config& cfg, StartWhen when) noexcept override {
-    if (startup_) return;
-    try {
-      auto* started = new Started(cfg);  // never freed: the thread may still refer to it at exit
-      startup_ = Startup::begin(
-          [started](bool background, const std::atomic<bool>& stop) { started->open(background, stop); },
-          std::chrono::milliseconds(0),
-          when == StartWhen::first_use ? Startup::Trigger::request : Startup::Trigger::library);
-      if (startup_) started_ = started;
-      else delete started;
-    } catch (...) {  // out of memory: no start-up ahead of the first call
-    }
-  }
-
-  void start_now() noexcept override {
-    if (startup_) startup_->request();
-  }
-  bool starting() const noexcept override { return startup_ && startup_->pending(); }
+  void prepare(const config::Config& cfg, StartWhen when) noexcept override { startup_.prepare(cfg, when); }
+  void start_now() noexcept override { startup_.start_now(); }
+  bool starting() const noexcept override { return startup_.starting(); }
 
   bool init(const config::Config& cfg, std::string& why) noexcept override {
     try {
       std::unique_ptr<Device> device;
-      if (started_ ? !started_->take(*startup_, device, why) : !open_device(cfg, device, why)) return false;
-      cost_cache_ = cost_cache_for(cfg, *device);
+      Started* started = startup_.started();
+      if (started ? !startup_.take(device, why, "OpenCL") : !open_device(cfg, device, why)) return false;
       accelerator_device_ = device->is_accelerator() || test_forces_accelerator();
-
       device_ = std::move(device);
-      if (started_ && started_->costs_state != 0) {  // the start-up thread found them, or failed to
-        cost_cache_read_ = true;
-        if (started_->costs_state == 1) publish(started_->costs);
-        else fail_costs(started_->costs_why.c_str());
-      }
+      startup_.hand_costs(costs_, cost_cache_for(cfg, *device_), device_->description());
       dnn_ = std::make_unique<Dnn>(*device_);
       memory_ = std::make_unique<ClMemory>(*device_, mutex_);
       min_flops_ = static_cast<double>(cfg.opencl_min_flops);
@@ -370,24 +301,20 @@ class OpenclBackend final : public hal::Backend {
     std::string d = device_->description();
     if (!accelerator_device_) return d;
     if (const Costs* c = costs(false)) return d + describe(*c);
-    if (costs_state_.load(std::memory_order_acquire) == CostState::failed)
-      d += ", not used under auto: measuring it failed: " + costs_why_;
+    if (costs_.failed()) d += ", not used under auto: measuring it failed: " + costs_.why();
     return d;
   }
 
   // A CPU device (pocl) computes in host memory anyway; only a GPU or accelerator is worth the
   // size threshold under auto, and only while its costs could be measured.
-  bool accelerator() const noexcept override {
-    return device_ && accelerator_device_ &&
-           costs_state_.load(std::memory_order_acquire) != CostState::failed;
-  }
+  bool accelerator() const noexcept override { return device_ && accelerator_device_ && !costs_.failed(); }
 
   // An explicit backends.opencl.min_flops, else the measured break-even size (break_even_flops):
   // the first call measures the device unless the disk cache has its costs. 0 when the device is
   // no accelerator or measuring failed.
   double min_flops() const noexcept override {
     if (min_flops_ > 0) return min_flops_;
-    return accelerator() && costs(true) ? break_even_ : 0;
+    return accelerator() && costs(true) ? costs_.break_even() : 0;
   }
 
   // predict_seconds() over the measured costs, for the BLAS nodes this backend runs. With an
@@ -436,84 +363,26 @@ class OpenclBackend final : public hal::Backend {
  private:
   static constexpr size_t kKeepBytes = size_t{64} << 20;  // buffers reused between calls, each
 
-  enum class CostState : uint8_t { unknown, known, failed };
-
-  // The device's costs: from memory, else from the disk cache, else measured now when
-  // `may_measure` (at most once per process; a failure is final and makes accelerator() false).
-  // nullptr when there are none. Measuring holds the queue's lock: run() waits meanwhile.
+  // The device's costs: known, else from the disk cache, else measured now when `may_measure`
+  // (never in a forked child, which has no usable context, nor in an exiting process). Measuring
+  // holds the queue's lock: run() waits meanwhile.
   const Costs* costs(bool may_measure) const noexcept {
-    const CostState state = costs_state_.load(std::memory_order_acquire);
-    if (state != CostState::unknown || !device_) return state == CostState::known ? &costs_ : nullptr;
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (costs_state_.load(std::memory_order_relaxed) != CostState::unknown)
-      return costs_state_.load(std::memory_order_relaxed) == CostState::known ? &costs_ : nullptr;
-    try {
-      if (!cost_cache_read_) {
-        cost_cache_read_ = true;
-        Costs cached;
-        if (cost_cache_->read(cached)) {
-          SOL_LOG(debug, "opencl: device costs from %s", cost_cache_->path().c_str());
-          return publish(cached);
-        }
-      }
-      // A forked child has no usable context, and an exiting process no driver to measure.
-      if (!may_measure || ::getpid() != pid_ || process_exiting()) return nullptr;
-      const auto t0 = std::chrono::steady_clock::now();
-      Costs measured;
-      std::string why;
-      if (!measure_costs(*device_, measured, why)) {
-        fail_costs(why.c_str());
-        return nullptr;
-      }
-      cost_cache_->write(measured);
-      SOL_LOG(info, "opencl: measured %s%s in %.0f ms; under auto from %.3g flops",
-              device_->description().c_str(), describe(measured).c_str(),
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
-              break_even_flops(measured));
-      return publish(measured);
-    } catch (const std::bad_alloc&) {
-      fail_costs("out of memory while measuring");
-    } catch (...) {
-      fail_costs("unexpected error while measuring");
-    }
-    return nullptr;
+    if (!device_) return nullptr;
+    return costs_.get(may_measure && ::getpid() == pid_ && !process_exiting(), mutex_, device_->description(),
+                      [&](Costs& out, std::string& why) { return measure_costs(*device_, out, why); });
   }
 
-  const Costs* publish(const Costs& c) const noexcept {
-    costs_ = c;
-    break_even_ = break_even_flops(c);
-    costs_state_.store(CostState::known, std::memory_order_release);
-    return &costs_;
-  }
-
-  void fail_costs(const char* why) const noexcept {
-    try {
-      costs_why_ = why;
-    } catch (...) {  // out of memory: device() gives no reason, the log line below still does
-    }
-    costs_state_.store(CostState::failed, std::memory_order_release);
-    log::once(log::Level::warn, "opencl: costs", "opencl: not used under auto: measuring %s failed: %s",
-              device_->description().c_str(), why);
-  }
-
-  Startup* startup_ = nullptr;  // prepare()'s, when it started one
-  Started* started_ = nullptr;  // its work's outcome
+  DeviceStartup<Started> startup_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<Dnn> dnn_;
   std::unique_ptr<ClMemory> memory_;
-  std::unique_ptr<CostCache> cost_cache_;
   std::unique_ptr<Resident> resident_;  // lazily: the device copies kept between nodes
   mutable std::mutex mutex_;         // one queue and one set of staging buffers: calls run one at a time
   bool accelerator_device_ = false;  // a GPU or accelerator, or a test says so
   double min_flops_ = 0;             // backends.opencl.min_flops: an explicit threshold when > 0
   pid_t pid_ = 0;
 
-  // Written under mutex_ while costs_state_ is unknown, read-only once it is not.
-  mutable Costs costs_;
-  mutable double break_even_ = 0;
-  mutable std::string costs_why_;
-  mutable bool cost_cache_read_ = false;
-  mutable std::atomic<CostState> costs_state_{CostState::unknown};
+  mutable KnownCosts costs_{"opencl"};  // written under mutex_
 };
 
 }  // namespace
