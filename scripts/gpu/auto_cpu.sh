@@ -40,7 +40,7 @@ fi
   for i in 1 2 3; do
     echo "auto $(XDG_CACHE_HOME="$tmp/cache" SOL_LOG=debug LD_PRELOAD="$build/libsol.so" \
       "$build/bench/bench_gemm" s 256 0.05 TN 2>"$tmp/first$i.log" | cut -d' ' -f3)"
-    grep -E 'cuda: (device started|.*start-up thread|measured)|accelerator is still starting' "$tmp/first$i.log" |
+    grep -E 'cuda: (device started|device costs from|measured)|accelerator is still starting' "$tmp/first$i.log" |
       cut -c1-200
   done
 } 2>&1 | tee "$out/first_call.txt"
