@@ -19,29 +19,48 @@ namespace sol::capture::measure {
 
 namespace {
 
-// SOL_TEST_SLOW's backend, and how it is slow: itself ("name"), the native call after it
-// ("name:after"), itself only while measured ("name:measured"), its first timed run of a class
-// ("name:once"), or native's calls until a trial's first turn of native's ends ("native:spell").
+// SOL_TEST_SLOW's knobs, comma-separated, each a backend and how it is slow: itself ("name"), the
+// native call after it ("name:after"), itself only while measured ("name:measured"), its first
+// timed run of a class ("name:once"), or native's calls until a trial's first turn of native's
+// ends ("native:spell"). Knobs of other code ("opencl:startup") are left to it.
 struct SlowKnob {
   char backend[32] = "";
-  bool after = false, measured_only = false, once = false, spell = false;
+  bool after = false, measured_only = false, once = false;
 };
-const SlowKnob& slow_knob() noexcept {
-  static const SlowKnob knob = [] {
-    SlowKnob k;
+struct SlowKnobs {
+  SlowKnob knobs[4];
+  int count = 0;
+  bool spell = false;
+  const SlowKnob* find(const char* backend) const noexcept {
+    for (int i = 0; i < count; ++i)
+      if (std::strcmp(knobs[i].backend, backend) == 0) return &knobs[i];
+    return nullptr;
+  }
+};
+const SlowKnobs& slow_knobs() noexcept {
+  static const SlowKnobs knobs = [] {
+    SlowKnobs ks;
     const char* v = secure_getenv("SOL_TEST_SLOW");
-    if (!v || !*v) return k;
-    std::snprintf(k.backend, sizeof k.backend, "%s", v);
-    if (char* colon = std::strchr(k.backend, ':')) {
-      k.after = std::strcmp(colon + 1, "after") == 0;
-      k.measured_only = std::strcmp(colon + 1, "measured") == 0;
-      k.once = std::strcmp(colon + 1, "once") == 0;
-      *colon = 0;
-      k.spell = std::strcmp(k.backend, "native") == 0 && std::strcmp(colon + 1, "spell") == 0;
+    for (const char* p = v; p && *p && ks.count < 4;) {
+      const char* end = std::strchr(p, ',');
+      const size_t len = end ? static_cast<size_t>(end - p) : std::strlen(p);
+      SlowKnob k;
+      std::snprintf(k.backend, sizeof k.backend, "%.*s", static_cast<int>(std::min(len, sizeof k.backend - 1)), p);
+      const char* how = "";
+      if (char* colon = std::strchr(k.backend, ':')) {
+        *colon = 0;
+        how = colon + 1;
+      }
+      k.after = std::strcmp(how, "after") == 0;
+      k.measured_only = std::strcmp(how, "measured") == 0;
+      k.once = std::strcmp(how, "once") == 0;
+      if (std::strcmp(k.backend, "native") == 0 && std::strcmp(how, "spell") == 0) ks.spell = true;
+      else if (!*how || k.after || k.measured_only || k.once) ks.knobs[ks.count++] = k;
+      p = end ? end + 1 : nullptr;
     }
-    return k;
+    return ks;
   }();
-  return knob;
+  return knobs;
 }
 thread_local bool t_native_owes = false;  // a "name:after" backend ran last in this thread
 std::atomic<bool> g_spell_over{false};    // "native:spell": a trial's first turn of native's ended
@@ -57,8 +76,11 @@ void spin_for(uint64_t ns) noexcept {
 }  // namespace
 
 void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept {
-  const SlowKnob& knob = slow_knob();
-  if (SOL_LIKELY(!knob.backend[0]) || std::strcmp(knob.backend, backend) != 0) return;
+  const SlowKnobs& knobs = slow_knobs();
+  if (SOL_LIKELY(knobs.count == 0)) return;
+  const SlowKnob* k = knobs.find(backend);
+  if (!k) return;
+  const SlowKnob& knob = *k;
   if (knob.after) {
     t_native_owes = true;
   } else if (knob.once) {
@@ -72,7 +94,7 @@ void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept {
 }
 
 void native_in_spell_if_asked(uint64_t started_ns) noexcept {
-  if (SOL_UNLIKELY(slow_knob().spell) && !g_spell_over.load(std::memory_order_relaxed))
+  if (SOL_UNLIKELY(slow_knobs().spell) && !g_spell_over.load(std::memory_order_relaxed))
     spin_for((monotonic_ns() - started_ns) * 4 / 10);
 }
 
@@ -84,7 +106,7 @@ void native_slowed_if_asked(uint64_t started_ns) noexcept {
 }
 
 void native_turn_over() noexcept {
-  if (SOL_UNLIKELY(slow_knob().spell)) g_spell_over.store(true, std::memory_order_relaxed);
+  if (SOL_UNLIKELY(slow_knobs().spell)) g_spell_over.store(true, std::memory_order_relaxed);
 }
 
 namespace {

@@ -64,6 +64,7 @@ void warmed(const char* candidate, Op op, DType dtype) noexcept;
 // that is timed (the program's measured call, native's runs on the copies, its calls in a trial's
 // turn) take 1.4 times as long until native_turn_over(), as in a spell of a shared machine's in
 // which the native library's threads run slow (at two thirds of their speed, seen).
+// Knobs combine, comma-separated: SOL_TEST_SLOW=native:spell,onednn:measured.
 void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept;
 void native_slowed_if_asked(uint64_t started_ns) noexcept;  // a native run in a measurement's race
 void native_in_spell_if_asked(uint64_t started_ns) noexcept;  // any other timed native call
