@@ -93,10 +93,13 @@ class Router {
   // call's fixed cost decides there (the reference BLAS beats OpenBLAS on 2x2 matrices), and no
   // device launch and transfer could pay off; measuring them would cost more than it could save.
   static constexpr double kSmallFlops = 20000;
-  // auto measures calls from this much work up (about a 37x37x37 GEMM, 2-4 us): below it the
-  // routing path's own cost (~70 ns: a class lookup, then the call) would be felt, and the
-  // built-in order decides. oneDNN's GEMM beats OpenBLAS's by 1.2-1.6x from n=48 to 96.
-  static constexpr double kMeasureFlops = 1e5;
+  // auto measures calls from this much work up too (a 22x22x22 GEMM, about 1 us): the routing
+  // path of a class measured to stay native costs 1 % of a 24^3 SGEMM (18.97 against 19.15 GFLOP/s
+  // natively, 2-core AVX2 EPYC), and a native library can run far below the others on such calls:
+  // there OpenBLAS 0.3.21 runs a 32^3 SGEMM at 8.1 GFLOP/s, oneDNN at 26.7. It was 0.1 MFLOP (a
+  // 37^3 GEMM), below which an optimized library kept every call unmeasured: auto ran that 32^3
+  // SGEMM at 0.34 of the fastest.
+  static constexpr double kMeasureFlops = kSmallFlops;
 
  private:
   // A backend looked up by name once, at its first use: backends initialise only when a node

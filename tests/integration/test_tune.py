@@ -273,13 +273,13 @@ def test_each_call_goes_where_its_own_class_was_measured_to_go_call_after_call(c
     assert counted.stdout.splitlines() == expected, counted.stdout
 
 
-def test_the_entry_stubs_own_size_check_sends_exactly_the_calls_under_0_1_mflop_to_native(cache):
+def test_the_entry_stubs_own_size_check_sends_exactly_the_calls_under_20_kflop_to_native(cache):
     """Under auto a GEMM's entry stub checks m * n * k itself (SOL_ENTRY_GEMM) and sends a call under
-    0.1 MFLOP straight to native. Around that line, through the Fortran BLAS and CBLAS in both
-    layouts, real (2mnk flops: 36^3 under, 37^3 not) and complex (8mnk: 23^3 under, 24^3 not), with
+    20 kFLOP straight to native. Around that line, through the Fortran BLAS and CBLAS in both
+    layouts, real (2mnk flops: 21^3 under, 22^3 not) and complex (8mnk: 13^3 under, 14^3 not), with
     the profile sending every measured class to the reference backend: each call's result says
     where it ran. With SOL_LOG=info, which sees every call, the routed path decides alike."""
-    below = {"s": 36, "d": 36, "c": 23, "z": 23}
+    below = {"s": 21, "d": 21, "c": 13, "z": 13}
     specs = [api + t + str(n + at) for api in "FCR" for t in "sdcz" for n in [below[t]] for at in (0, 1)]
     first = auto(cache, "gemm_sizes", *[x for x in specs if int(x[2:]) > below[x[1]]])
     assert first.returncode == 0 and len(measured(first.stderr)) == 12, first.stderr

@@ -1,7 +1,7 @@
 /* One GEMM call per spec on the command line, in order, each printing its result's digest: API
  * (F Fortran, C CBLAS column-major, R CBLAS row-major), type (s d c z) and n, square, NN, alpha 1,
- * beta 0: "Fs37 Cz24 Rd36". Sizes about the smallest that auto routes (0.1 MFLOP: a 37^3 real GEMM,
- * 24^3 complex) tell where each call of a run went, against runs without libsol and on a backend
+ * beta 0: "Fs22 Cz14 Rd21". Sizes about the smallest that auto routes (20 kFLOP: a 22^3 real GEMM,
+ * 14^3 complex) tell where each call of a run went, against runs without libsol and on a backend
  * named directly.
  *
  *   gemm_sizes SPEC... */
