@@ -163,17 +163,21 @@ bool measured_dims(const Row& row, int64_t dims[3]) noexcept {
   return true;
 }
 
-// The halves of a row's measured call when its two fastest candidates were within kCloseRates
-// (a class, not a sub-class, which does not split again), else -1.
+// The halves of a row's measured call when its two fastest candidates were within kCloseRates, or
+// when it left the program's library for a backend (a class, not a sub-class, which does not split
+// again), else -1.
 int split_of(const Row& row) noexcept {
   if (row.key & kSubClass) return -1;
-  double best = 0, second = 0;
+  double best = 0, second = 0, native = 0;
   for (const Rate& r : row.rates) {
     second = std::max(second, std::min(best, r.gflops));
     best = std::max(best, r.gflops);
+    if (r.candidate == "native") native = r.gflops;
   }
   int64_t dims[3];
-  if (second <= 0 || best > kCloseRates * second || !measured_dims(row, dims)) return -1;
+  const bool close = second > 0 && best <= kCloseRates * second;
+  const bool left_native = native > 0 && row.choice != "native";
+  if ((!close && !left_native) || !measured_dims(row, dims)) return -1;
   return halves(dims[0], dims[1], dims[2]);
 }
 

@@ -49,6 +49,10 @@ int halves_of(const capture::Node& node) noexcept;
 // kCloseRates of each other, their rates may cross inside it (SGEMM TN on the 2-core EPYC: native
 // 10 % ahead at 256, oneDNN 7 % ahead at 320), so a call in other halves than the measured one
 // is routed, and measured, by its sub-class ("gemm f32 transa=T transb=N m=320 n=320 k=320").
+// So is a call of a class that left the program's library for a backend, however far ahead: a
+// backend's rate can fall off inside a class where native's holds (dnnl_sgemm NN on a 2-core AVX2
+// EPYC: 76 GFLOP/s at 512, 54 at 640, native 65 and 64), and native is the choice that never
+// runs below the program's own speed.
 uint64_t sub_class_of(const capture::Node& node) noexcept;
 inline constexpr double kCloseRates = 1.15;
 inline constexpr int64_t kLargest = 4096;

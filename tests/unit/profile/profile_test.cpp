@@ -133,9 +133,11 @@ TEST(ShapeClass, SubClassesByHalves) {
             "gemm f32 transa=T transb=N m=320 n=256 k=384");
 }
 
-TEST_F(ProfileFiles, AClassMeasuredCloseSplitsByHalvesAndTheFileKeepsIt) {
+TEST_F(ProfileFiles, AClassMeasuredCloseOrSentAwayFromNativeSplitsByHalvesAndTheFileKeepsIt) {
   const uint64_t close = class_of(gemm(256, 256, 256, 'T')), clear = class_of(gemm(256, 256, 256));
   const Node at_320 = gemm(320, 320, 320, 'T'), at_300 = gemm(300, 300, 300, 'T');
+  const uint64_t away_key = class_of(gemm(256, 256, 256, 'N', 'T'));
+  const Node at_320_nt = gemm(320, 320, 320, 'N', 'T');
   // The class a call of class `key` is routed by.
   const auto routed_by = [](Profile& p, int lib, uint64_t key, const Node& call) {
     p.lookup(lib, key, call);
@@ -148,9 +150,16 @@ TEST_F(ProfileFiles, AClassMeasuredCloseSplitsByHalvesAndTheFileKeepsIt) {
     r.size = "256x256x256";
     r.rates = {{"native", 193}, {"onednn", 176}};  // within kCloseRates
     p.record(lib, r);
-    Row c = row(clear, "onednn");
-    c.rates = {{"native", 150}, {"onednn", 226}};
+    Row c = row(clear, "native");
+    c.rates = {{"native", 226}, {"onednn", 150}};
     p.record(lib, c);
+    // Far ahead of native, but away from it: split too (a backend's rate can fall inside a class).
+    Row away = row(away_key, "onednn");
+    away.size = "256x256x256";
+    away.rates = {{"native", 150}, {"onednn", 226}};
+    p.record(lib, away);
+    EXPECT_EQ(routed_by(p, lib, away_key, at_320_nt), sub_class_of(at_320_nt));
+    EXPECT_EQ(routed_by(p, lib, away_key, gemm(300, 300, 300, 'N', 'T')), away_key);
     EXPECT_EQ(routed_by(p, lib, close, at_320), sub_class_of(at_320));
     EXPECT_EQ(routed_by(p, lib, close, at_300), close);  // the measured call's halves
     EXPECT_EQ(routed_by(p, lib, clear, at_320), clear);
@@ -171,6 +180,8 @@ TEST_F(ProfileFiles, AClassMeasuredCloseSplitsByHalvesAndTheFileKeepsIt) {
   EXPECT_EQ(routed_by(again, lib, close, at_300), close);
   ASSERT_GE(again.lookup(lib, clear), 0);
   EXPECT_EQ(routed_by(again, lib, clear, at_320), clear);
+  ASSERT_GE(again.lookup(lib, away_key), 0);
+  EXPECT_EQ(routed_by(again, lib, away_key, at_320_nt), sub_class_of(at_320_nt));
   const int v = again.lookup(lib, sub_class_of(gemm(330, 330, 330, 'T')));
   ASSERT_GE(v, 0);
   EXPECT_STREQ(again.candidate_name(v), "onednn");
