@@ -197,24 +197,36 @@ class CostCache {
 // What a start-up thread found of the costs (find_costs_ahead).
 enum class CostsFound : uint8_t { not_looked_for, from_cache, measured, failed };
 
-// On a device's start-up thread: its costs from `cache`, else measured by `measure` (a
-// `bool(DeviceCosts&, std::string& why)`) and written there. `backend` and `device` name them in
-// the log lines (at debug for a cache read, at info for a measurement).
+// The costs from `cache`, said at debug: false when it has none.
+inline bool read_costs(const char* backend, const CostCache& cache, DeviceCosts& out) {
+  if (!cache.read(out)) return false;
+  SOL_LOG(debug, "%s: device costs from %s", backend, cache.path().c_str());
+  return true;
+}
+
+// The costs measured by `measure` (a `bool(DeviceCosts&, std::string& why)`), written to `cache`
+// (when there is one) and said at info, `where` ("", ", on the start-up thread") after the time.
+template <class Measure>
+bool measure_costs_now(const char* backend, const std::string& device, const CostCache* cache, const char* where,
+                       DeviceCosts& out, std::string& why, Measure&& measure) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!measure(out, why)) return false;
+  if (cache) cache->write(out);
+  SOL_LOG(info, "%s: measured %s%s in %.0f ms%s; under auto from %.3g flops", backend, device.c_str(),
+          describe(out).c_str(), std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+          where, break_even_flops(out));
+  return true;
+}
+
+// On a device's start-up thread: its costs from `cache`, else measured by `measure` and written
+// there. `backend` and `device` name them in the log lines.
 template <class Measure>
 CostsFound find_costs_ahead(const char* backend, const std::string& device, const CostCache& cache,
                             DeviceCosts& out, std::string& why, Measure&& measure) {
-  if (cache.read(out)) {
-    SOL_LOG(debug, "%s: device costs from %s", backend, cache.path().c_str());
-    return CostsFound::from_cache;
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  if (!measure(out, why)) return CostsFound::failed;
-  cache.write(out);
-  SOL_LOG(info, "%s: measured %s%s in %.0f ms, on the start-up thread; under auto from %.3g flops", backend,
-          device.c_str(), describe(out).c_str(),
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
-          break_even_flops(out));
-  return CostsFound::measured;
+  if (read_costs(backend, cache, out)) return CostsFound::from_cache;
+  return measure_costs_now(backend, device, &cache, ", on the start-up thread", out, why, measure)
+             ? CostsFound::measured
+             : CostsFound::failed;
 }
 
 // A device backend's costs in a process: unknown until the start-up thread found them, the disk
@@ -256,23 +268,14 @@ class KnownCosts {
       DeviceCosts c;
       if (!cache_read_) {
         cache_read_ = true;
-        if (cache_ && cache_->read(c)) {
-          SOL_LOG(debug, "%s: device costs from %s", backend_, cache_->path().c_str());
-          return publish(c);
-        }
+        if (cache_ && read_costs(backend_, *cache_, c)) return publish(c);
       }
       if (!may_measure) return nullptr;
-      const auto t0 = std::chrono::steady_clock::now();
       std::string why;
-      if (!measure(c, why)) {
+      if (!measure_costs_now(backend_, device, cache_.get(), "", c, why, measure)) {
         fail(device, why.c_str());
         return nullptr;
       }
-      if (cache_) cache_->write(c);
-      SOL_LOG(info, "%s: measured %s%s in %.0f ms; under auto from %.3g flops", backend_, device.c_str(),
-              describe(c).c_str(),
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
-              break_even_flops(c));
       return publish(c);
     } catch (const std::bad_alloc&) {
       fail(device, "out of memory while measuring");
