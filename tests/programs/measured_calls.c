@@ -24,13 +24,20 @@ static uint64_t digest(const void* p, size_t bytes) {
 
 static const uint32_t kCanary = 0x7fc0dead; /* a quiet NaN with a payload */
 
+/* Page-aligned: where the heap puts a matrix depends on what else the process allocated (libsol's
+ * log level, its profile), and a library's blocking, and so an aliased call's result, on where the
+ * matrix starts (oneDNN's C := A * B with C aliasing A differs between 16-byte offsets). */
+static void* page_alloc(size_t bytes) {
+  return aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+}
+
 int main(int argc, char** argv) {
   const int n = argc > 1 ? atoi(argv[1]) : 96, pad = 3, ldc = n + pad, guard = 64;
   const size_t elems = (size_t)n * n;
-  float* a = malloc(elems * sizeof *a);
-  float* b = malloc(elems * sizeof *b);
+  float* a = page_alloc(elems * sizeof *a);
+  float* b = page_alloc(elems * sizeof *b);
   /* C with `guard` canaries before and after, and `pad` canaries ending each column */
-  float* block = malloc(((size_t)ldc * n + 2 * guard) * sizeof *block);
+  float* block = page_alloc(((size_t)ldc * n + 2 * guard) * sizeof *block);
   float* c = block + guard;
   for (size_t i = 0; i < elems; ++i) a[i] = (float)((i * 7) % 13) / 13.0f - 0.5f, b[i] = (float)((i * 5) % 11) / 11.0f;
   for (size_t i = 0; i < (size_t)ldc * n + 2 * guard; ++i) memcpy(&block[i], &kCanary, 4);
@@ -48,7 +55,7 @@ int main(int argc, char** argv) {
 
   /* C aliasing A (the same n x n matrix): not allowed by BLAS, but what the program does, its
    * library does; measuring must not change it. */
-  float* alias = malloc(elems * sizeof *alias);
+  float* alias = page_alloc(elems * sizeof *alias);
   memcpy(alias, a, elems * sizeof *a);
   const float zero = 0;
   sgemm_("N", "N", &n, &n, &n, &alpha, alias, &n, b, &n, &zero, alias, &n, 1, 1);
