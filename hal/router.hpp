@@ -79,6 +79,10 @@ class Router {
   // can bypass SOL entirely.
   bool dnn_always_native();
 
+  // Whether there is no accelerator, for sure (none is still starting): then a plan depends on
+  // the node, the configuration and what was measured only.
+  bool without_accelerators() noexcept { return accelerators().empty() && accelerators_known(); }
+
   // The least work any accelerator could take (an explicit floor, else kSmallFlops).
   double accelerator_floor() const noexcept { return min_accelerator_flops_; }
 
