@@ -24,7 +24,7 @@ namespace sol::hal::profile {
 
 namespace {
 
-constexpr const char* kMagic = "sol-profile 1";
+constexpr const char* kMagic = "sol-profile 2";
 
 // ---------------------------------------------------------------------------- class keys
 // Bits: op 0-7, dtype 8-11, layout 12-13, transa 14-15, transb 16-17, uplo 18-19, side 20-21,
@@ -181,6 +181,38 @@ int split_of(const Row& row) noexcept {
   return halves(dims[0], dims[1], dims[2]);
 }
 
+// Whether a later process judges a row's class again (kJudgeAgainRates).
+bool judged_close(const Row& row) noexcept {
+  if (row.judged >= kJudges) return false;
+  double best = 0, second = 0;
+  for (const Rate& r : row.rates) {
+    second = std::max(second, std::min(best, r.gflops));
+    best = std::max(best, r.gflops);
+  }
+  return second > 0 && best <= kJudgeAgainRates * second;
+}
+
+// This process's row for a class judged before: each candidate at its best rate in any process,
+// and the choice the best of those unless this process's is within 3 % of it (its calls were
+// timed in use beside this program's other classes: the tie goes to what it saw).
+Row merged(const Row& before, Row now) {
+  for (const Rate& b : before.rates) {
+    auto it = std::find_if(now.rates.begin(), now.rates.end(),
+                           [&](const Rate& r) { return r.candidate == b.candidate; });
+    if (it == now.rates.end()) now.rates.push_back(b);
+    else it->gflops = std::max(it->gflops, b.gflops);
+  }
+  double best = 0, chosen = 0;
+  std::string choice;
+  for (const Rate& r : now.rates) {
+    if (r.gflops > best) best = r.gflops, choice = r.candidate;
+    if (r.candidate == now.choice) chosen = r.gflops;
+  }
+  if (!choice.empty() && 1.03 * chosen < best) now.choice = choice;
+  now.judged = before.judged + 1;
+  return now;
+}
+
 }  // namespace
 
 uint64_t class_of(const capture::Node& node) noexcept {
@@ -297,7 +329,7 @@ bool read_file(const std::string& path, const std::string& fingerprint, std::vec
     std::vector<std::string> f;
     std::stringstream ss(line);
     for (std::string cell; std::getline(ss, cell, '\t');) f.push_back(cell);
-    bool ok = f.size() >= 7 && f[0] == "row" && !f[1].empty() && !f[5].empty();
+    bool ok = f.size() >= 8 && f[0] == "row" && !f[1].empty() && !f[5].empty();
     Row r;
     if (ok) {
       r.native = f[1];
@@ -307,9 +339,12 @@ bool read_file(const std::string& path, const std::string& fingerprint, std::vec
            (r.key >> 45) == 0 && class_text(r.key) == f[3];
       r.size = f[4];
       r.choice = f[5];
+      const long judged = std::strtol(f[6].c_str(), &end, 10);
+      ok = ok && *end == '\0' && judged >= 1 && judged <= kJudges;
+      r.judged = static_cast<int>(judged);
     }
     bool chosen_measured = false;
-    for (size_t i = 6; ok && i < f.size(); ++i) {
+    for (size_t i = 7; ok && i < f.size(); ++i) {
       const size_t eq = f[i].find('=');
       char* end = nullptr;
       const double g = eq == std::string::npos ? -1 : std::strtod(f[i].c_str() + eq + 1, &end);
@@ -428,6 +463,13 @@ int Profile::lookup(int native, uint64_t key, const Slot*& slot) noexcept {
     if (v == kUnknown) return kUnknown;
     Slot* s = find(k, true);
     if (!s) return kUnrouted;
+    if (measure_ && judged_close(it->second)) {
+      int32_t expected = kUnknown;
+      if (!s->value.compare_exchange_strong(expected, kMeasuring, std::memory_order_acq_rel))
+        return s->value.load(std::memory_order_acquire);
+      earlier_[{native, key}] = it->second;
+      return kJudgeAgain;
+    }
     slot = s;
     s->split.store(split_of(it->second), std::memory_order_relaxed);
     int32_t expected = kUnknown;
@@ -469,6 +511,7 @@ void Profile::record(int native, Row row) {
   Slot* s = find(slot_key(native, row.key), true);
   std::lock_guard<std::mutex> lock(mu_);
   row.native = natives_[native];
+  if (auto e = earlier_.find({native, row.key}); e != earlier_.end()) row = merged(e->second, std::move(row));
   const int v = candidate_index(row.choice);
   if (s) {
     s->split.store(split_of(row), std::memory_order_relaxed);
@@ -528,6 +571,30 @@ std::vector<Profile::Gemm> Profile::gemms_for(const std::string& candidate, size
   return out;
 }
 
+bool Profile::earlier(int native, uint64_t key, Row& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = earlier_.find({native, key});
+  if (it == earlier_.end()) return false;
+  out = it->second;
+  return true;
+}
+
+void Profile::keep_earlier(int native, uint64_t key) noexcept {
+  Slot* slot = find(slot_key(native, key), false);
+  if (!slot) return;
+  int v = kUnrouted;
+  try {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = earlier_.find({native, key}); it != earlier_.end()) {
+      v = candidate_index(it->second.choice);
+      slot->split.store(split_of(it->second), std::memory_order_relaxed);
+    }
+  } catch (...) {
+  }
+  slot->value.store(v, std::memory_order_release);
+  changed();
+}
+
 bool Profile::measure_again(int native, uint64_t key) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!remeasured_.insert({native, key}).second) return false;
@@ -578,8 +645,8 @@ namespace {
 std::string row_line(const Row& r) {
   char hex[24];
   std::snprintf(hex, sizeof hex, "%" PRIx64, r.key);
-  std::string line =
-      "row\t" + r.native + "\t" + hex + "\t" + class_text(r.key) + "\t" + r.size + "\t" + r.choice;
+  std::string line = "row\t" + r.native + "\t" + hex + "\t" + class_text(r.key) + "\t" + r.size + "\t" +
+                     r.choice + "\t" + std::to_string(r.judged);
   for (const auto& rate : r.rates) {
     char g[32];
     std::snprintf(g, sizeof g, "%.3f", rate.gflops);

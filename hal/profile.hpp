@@ -57,6 +57,15 @@ uint64_t sub_class_of(const capture::Node& node) noexcept;
 inline constexpr double kCloseRates = 1.15;
 inline constexpr int64_t kLargest = 4096;
 
+// A process's figures are its own: some shapes run at one of two speeds by the process, the
+// address-space layout it drew (oneDNN's 256^3 SGEMM at 78 or 56 GFLOP/s on a 2-core AVX2 EPYC,
+// process after process, always 78 without address randomisation; native's at 55 in every one).
+// A class whose best two candidates one process judged within kJudgeAgainRates of each other may
+// have been judged in a slow draw: the next processes that call it try the two in use again, up to
+// kJudges processes in all, and the class takes the candidate with the best rate any of them saw.
+inline constexpr double kJudgeAgainRates = 1.5;
+inline constexpr int kJudges = 3;
+
 // ---------------------------------------------------------------------------- measurements
 
 struct Rate {
@@ -70,6 +79,9 @@ struct Row {
   std::string size;    // the call measured, "300x300x300"
   std::vector<Rate> rates;
   std::string choice;
+  // How many processes judged the class (kJudges): the rates are the best each candidate showed
+  // in any of them.
+  int judged = 1;
   // In this process only, never in the file: a candidate to try in use before the choice is
   // final (capture/exec/measure.hpp).
   std::string trial;
@@ -104,6 +116,9 @@ class Profile {
   static constexpr int kMeasuring = -2;  // being measured by another thread right now
   static constexpr int kUnrouted = -3;   // nothing known and nothing will be: route by the built-in order
   static constexpr int kTrial = -4;      // measured; a candidate is being tried in use (the caller's table)
+  // Judged close by earlier processes: the caller tries it in use again (earlier(), then record()),
+  // and meanwhile lookup() says kMeasuring to the others.
+  static constexpr int kJudgeAgain = -5;
 
   explicit Profile(const config::Config& cfg, const std::string& libsol = "");
 
@@ -125,8 +140,14 @@ class Profile {
   void begin_trial(int native, uint64_t key) noexcept;
   // Gives up a claim (measurement failed): the class routes by the built-in order from now on.
   void release(int native, uint64_t key) noexcept;
-  // Stores a measurement (the caller's claim) and writes it to the file.
+  // Stores a measurement (the caller's claim) and writes it to the file. A class judged again
+  // (kJudgeAgain) is stored with the earlier processes' figures: each candidate's best rate, the
+  // choice the best of them unless this process's is within 3 % of it.
   void record(int native, Row row);
+  // The row that earlier processes left for a class this process judges again (kJudgeAgain).
+  bool earlier(int native, uint64_t key, Row& out);
+  // Routes a class this process was to judge again by the earlier processes' row, as it stands.
+  void keep_earlier(int native, uint64_t key) noexcept;
   // Where this process's measured classes of `native` went, by weight (each class's measured call
   // m x n x k): the candidate with the most, "" before any. The program's library threads are
   // mostly that candidate's: a class measured now is judged beside them (capture/exec/measure.hpp).
@@ -199,6 +220,7 @@ class Profile {
   // Recorded by this process: (native, key) -> (choice, weight), for home().
   std::map<std::pair<int, uint64_t>, std::pair<std::string, double>> recorded_;
   std::set<std::pair<int, uint64_t>> remeasured_;  // measured again once already (record())
+  std::map<std::pair<int, uint64_t>, Row> earlier_;  // classes judged again: the file's row
   std::string home_locked(int native, uint64_t except_key = 0) const;
 };
 

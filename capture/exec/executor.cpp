@@ -57,7 +57,7 @@ struct Trial {
   int native;
   uint64_t key;
   hal::profile::Row row;  // the measurement (its choice, the incumbent, so far)
-  hal::Backend* backend;
+  hal::Backend* backend;  // the candidate; nullptr: native (a class judged again, judge_again())
   hal::Backend* incumbent;  // nullptr: native
   double incumbent_gflops;  // measured; then the best of the incumbent's own calls in its turns
   // The incumbent's turn ends after at least 3 calls and once kIncumbentTurnNs have passed or,
@@ -75,6 +75,12 @@ struct Trial {
   int settled_calls = 0;  // from kQuietNs into its turn on, or since the incumbent ran other classes
   bool done = false;
   const char* incumbent_name() const noexcept { return incumbent ? incumbent->name() : "native"; }
+  const char* candidate_name() const noexcept { return backend ? backend->name() : "native"; }
+  // How long the candidate's workers spin after its last call. Native's, as the openblas backend's
+  // (the program's OpenBLAS spins 2^28 cycles; other libraries less).
+  uint64_t candidate_spins_ns() const noexcept {
+    return backend ? backend->spin_after_call_ns() : 150'000'000;
+  }
 };
 
 // OpenBLAS's workers spin for 2^28 cycles after their last work before they sleep (0.13 s at
@@ -389,6 +395,72 @@ struct CallOn {
   }
 };
 
+// Tries `candidate` in use against `incumbent` (either nullptr: native) for class `key`, from the
+// call at hand on: the incumbent's turn comes first. `row`: the class's measurement, its choice
+// standing until the trial ends.
+Trial* open_trial(Executor& ex, int native, uint64_t key, hal::profile::Row row, hal::Backend* candidate,
+                  hal::Backend* incumbent, double incumbent_gflops) {
+  auto t =
+      std::make_unique<Trial>(Trial{native, key, std::move(row), candidate, incumbent, incumbent_gflops, 0});
+  t->incumbent_until_ns = monotonic_ns() + std::max(kIncumbentTurnNs, t->candidate_spins_ns());
+  std::lock_guard<std::mutex> lock(ex.trials_mu);
+  ex.trials.push_back(std::move(t));
+  ex.incumbent_beside.store(false, std::memory_order_relaxed);
+  ex.trial_incumbent.store(incumbent, std::memory_order_relaxed);
+  ex.trial_open.store(true, std::memory_order_relaxed);
+  ex.profile.begin_trial(native, key);
+  return ex.trials.back().get();
+}
+
+const char* kept_earlier(hal::profile::Profile& prof, int native, uint64_t key) noexcept {
+  prof.keep_earlier(native, key);
+  const int v = prof.lookup(native, key);
+  return v >= 0 ? prof.candidate_name(v) : nullptr;
+}
+
+// A class that earlier processes judged close (Profile::kJudgeAgain): its choice in the profile,
+// the incumbent, and the fastest other candidate tried in use again in this process. The
+// incumbent's turn comes first: the process's first call of the class goes where the profile
+// says, as in any process after the first. Where there is no trial to make (or this call is
+// invalid), the class routes by the earlier row as it stands.
+const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key, Trial*& trial) noexcept {
+  hal::profile::Profile& prof = ex.profile;
+  try {
+    hal::profile::Row row;
+    if (!prof.earlier(native, key, row)) {
+      prof.release(native, key);
+      return nullptr;
+    }
+    // An invalid call is no call to time (native's would only report it).
+    if (blas::check(node).level != blas::ArgError::none) return kept_earlier(prof, native, key);
+    // A place to run: native where the program has a library, a CPU backend that can be used here.
+    auto usable = [&](const std::string& name, hal::Backend*& b) {
+      b = name == "native" ? nullptr : ex.registry.get(name);
+      return name == "native" ? node.native != nullptr : b && !b->accelerator();
+    };
+    hal::Backend* incumbent = nullptr;
+    hal::Backend* candidate = nullptr;
+    std::string other;
+    double best = 0;
+    if (usable(row.choice, incumbent))
+      for (const auto& r : row.rates) {
+        hal::Backend* b = nullptr;
+        if (r.candidate == row.choice || r.gflops <= best || !usable(r.candidate, b)) continue;
+        other = r.candidate, candidate = b, best = r.gflops;
+      }
+    if (other.empty()) return kept_earlier(prof, native, key);
+    SOL_LOG(debug,
+            "trying %s in use for %s, between two turns of %s's: judged within %.1fx by %d earlier process%s",
+            other.c_str(), hal::profile::class_text(key).c_str(), row.choice.c_str(),
+            hal::profile::kJudgeAgainRates, row.judged, row.judged == 1 ? "" : "es");
+    trial = open_trial(ex, native, key, std::move(row), candidate, incumbent, 0);
+    return trial->incumbent_name();
+  } catch (...) {
+    prof.release(native, key);
+    return nullptr;
+  }
+}
+
 // What auto measured fastest for this node's shape class ("native" or a backend's name), measuring
 // it now if nobody has: nullptr when nothing is known (the router's built-in order decides).
 // Measuring runs the call itself natively first, timed, as native's sample; with native left out,
@@ -411,10 +483,11 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     for (const auto& t : ex.trials)
       if (!t->done && t->native == native && t->key == key) {
         trial = t.get();
-        return t->incumbent_turn ? t->incumbent_name() : t->backend->name();
+        return t->incumbent_turn ? t->incumbent_name() : t->candidate_name();
       }
     return nullptr;  // decided meanwhile
   }
+  if (v == hal::profile::Profile::kJudgeAgain) return judge_again(ex, node, native, key, trial);
   if (v != hal::profile::Profile::kUnknown) return nullptr;
   // An accelerator still starting (it may be the fastest for a class this large): the class is
   // measured once it is up, with every candidate; meanwhile the built-in order routes its calls.
@@ -545,25 +618,17 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       double incumbent_gflops = 0;
       for (const auto& r : row.rates)
         if (r.candidate == (native_in ? "native" : row.choice)) incumbent_gflops = r.gflops;
-      auto t = std::make_unique<Trial>(
-          Trial{native, key, row, b, incumbent, incumbent_gflops,
-                monotonic_ns() + std::max(kIncumbentTurnNs, b->spin_after_call_ns())});
-      SOL_LOG(debug, "trying %s in use for %s, between two turns of %s's: measured beside each other's threads",
-              b->name(), hal::profile::class_text(key).c_str(), t->incumbent_name());
+      SOL_LOG(debug,
+              "trying %s in use for %s, between two turns of %s's: measured beside each other's threads",
+              b->name(), hal::profile::class_text(key).c_str(), incumbent ? incumbent->name() : "native");
       // The measured choice is recorded first: it stands if the process ends before the trial.
       prof.record(native, row);
-      std::lock_guard<std::mutex> lock(ex.trials_mu);
-      ex.trials.push_back(std::move(t));
-      ex.incumbent_beside.store(false, std::memory_order_relaxed);
-      ex.trial_incumbent.store(incumbent, std::memory_order_relaxed);
-      ex.trial_open.store(true, std::memory_order_relaxed);
-      prof.begin_trial(native, key);
       // This call, when nobody made it while measuring, and the next go to the incumbent: its
       // first turn, this call included. (Not a call of another class on the incumbent's threads,
       // which would count the candidate's calls as settled from the first, beside those threads
       // still spinning from this one: on a 16-core Xeon, oneDNN left after three calls at 339
       // GFLOP/s, against 490 for OpenBLAS's SkylakeX instance, where it runs at 1030.)
-      trial = ex.trials.back().get();
+      trial = open_trial(ex, native, key, std::move(row), b, incumbent, incumbent_gflops);
       return ran_on || !incumbent ? nullptr : incumbent->name();
     }
     prof.record(native, row);
@@ -614,7 +679,7 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent) noe
       t.phase = 2;
       t.incumbent_turn = true;
       t.turn_calls = 0;
-      t.incumbent_until_ns = now + std::max(kIncumbentTurnNs, t.backend->spin_after_call_ns());
+      t.incumbent_until_ns = now + std::max(kIncumbentTurnNs, t.candidate_spins_ns());
       return;
     }
   }
@@ -625,23 +690,27 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent) noe
   const bool wins = gflops >= 0 && t.best_gflops > 1.03 * t.incumbent_gflops;
   try {
     for (auto& r : t.row.rates) {
-      if (r.candidate == t.backend->name()) r.gflops = t.best_gflops;
+      if (r.candidate == t.candidate_name()) r.gflops = t.best_gflops;
       if (r.candidate == t.incumbent_name()) r.gflops = t.incumbent_gflops;
     }
-    t.row.choice = wins ? t.backend->name() : t.incumbent_name();
+    t.row.choice = wins ? t.candidate_name() : t.incumbent_name();
     t.row.trial.clear();
     // The class was measured alone, before the program's other classes settled where its calls
     // mostly run; a trial that ends away from there is measured again beside those threads.
     const std::string home = ex.profile.home(t.native, t.key);
     if (!home.empty() && home != t.row.choice && ex.profile.measure_again(t.native, t.key)) {
-      SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns; measuring it again beside %s's threads",
-              t.backend->name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls, t.incumbent_name(),
-              t.incumbent_gflops, t.incumbent_calls, t.phase == 2 ? 2 : 1, home.c_str());
+      SOL_LOG(debug,
+              "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns; measuring it "
+              "again beside %s's threads",
+              t.candidate_name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls,
+              t.incumbent_name(), t.incumbent_gflops, t.incumbent_calls, t.phase == 2 ? 2 : 1, home.c_str());
       return;
     }
-    SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns; auto takes %s",
-            t.backend->name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls, t.incumbent_name(),
-            t.incumbent_gflops, t.incumbent_calls, t.phase == 2 ? 2 : 1, t.row.choice.c_str());
+    SOL_LOG(debug,
+            "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns; auto takes %s",
+            t.candidate_name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls,
+            t.incumbent_name(), t.incumbent_gflops, t.incumbent_calls, t.phase == 2 ? 2 : 1,
+            t.row.choice.c_str());
     ex.profile.record(t.native, t.row);
   } catch (...) {
     ex.profile.release(t.native, t.key);
@@ -965,7 +1034,8 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
           const uint64_t t0 = monotonic_ns();
           native();
           measure::native_in_spell_if_asked(t0);
-          observe_trial(*ex, *trial, flops / (static_cast<double>(monotonic_ns() - t0) * 1e-9) * 1e-9, true);
+          observe_trial(*ex, *trial, flops / (static_cast<double>(monotonic_ns() - t0) * 1e-9) * 1e-9,
+                        trial->incumbent == nullptr);
           return "native";
         }
         ex->note_beside(nullptr);

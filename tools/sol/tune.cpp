@@ -85,7 +85,8 @@ int show(const config::Config& cfg, Format format) {
                              {"class", shape_of(r.key)},
                              {"measured_at", r.size},
                              {"gflops", rates},
-                             {"choice", r.choice}});
+                             {"choice", r.choice},
+                             {"processes", r.judged}});
     }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
@@ -99,14 +100,17 @@ int show(const config::Config& cfg, Format format) {
                   profile::profile_dir(cfg).c_str());
     return 0;
   }
-  std::printf("Profile %s (%zu shape classes; rates in GFLOP/s, measured at the size shown)\n", prof.path().c_str(),
-              rows.size());
+  std::printf(
+      "Profile %s (%zu shape classes; rates in GFLOP/s, measured at the size shown: each candidate's best\n"
+      "in the processes that judged the class)\n",
+      prof.path().c_str(), rows.size());
   std::string native;
   for (const auto& r : rows) {
     if (r.native != native) {
       native = r.native;
       std::printf("\nnative library %s\n", native.substr(0, native.find(':')).c_str());
-      std::printf("  %-7s %-40s %-16s %-44s %s\n", "routine", "shape class", "measured at", "candidates", "choice");
+      std::printf("  %-7s %-40s %-16s %-44s %-9s %s\n", "routine", "shape class", "measured at", "candidates",
+                  "choice", "processes");
     }
     std::string rates;
     for (const auto& rate : r.rates) {
@@ -114,8 +118,8 @@ int show(const config::Config& cfg, Format format) {
       std::snprintf(b, sizeof b, "%s%s %.1f", rates.empty() ? "" : ", ", rate.candidate.c_str(), rate.gflops);
       rates += b;
     }
-    std::printf("  %-7s %-40s %-16s %-44s %s\n", routine_of(r.key).c_str(), shape_of(r.key).c_str(), r.size.c_str(),
-                rates.c_str(), r.choice.c_str());
+    std::printf("  %-7s %-40s %-16s %-44s %-9s %d\n", routine_of(r.key).c_str(), shape_of(r.key).c_str(),
+                r.size.c_str(), rates.c_str(), r.choice.c_str(), r.judged);
   }
   if (const int others = other_profiles(profile::profile_dir(cfg), prof.path()))
     std::printf("\n%d more profile(s) in %s belong to other machines, library builds or environments.\n", others,

@@ -86,7 +86,7 @@ class ProfileFiles : public ::testing::Test {
     Row r;
     r.key = key;
     r.size = "1x1x1";
-    r.rates = {{"native", 1.0}, {"openblas", 2.0}, {"onednn", 3.0}};
+    r.rates = {{"native", 1.0}, {"openblas", 2.0}, {"onednn", 4.0}};  // far apart: judged once
     r.choice = choice;
     return r;
   }
@@ -149,6 +149,7 @@ TEST_F(ProfileFiles, AClassMeasuredCloseOrSentAwayFromNativeSplitsByHalvesAndThe
     Row r = row(close, "native");
     r.size = "256x256x256";
     r.rates = {{"native", 193}, {"onednn", 176}};  // within kCloseRates
+    r.judged = kJudges;  // and judged by as many processes as judge any (see the next test)
     p.record(lib, r);
     Row c = row(clear, "native");
     c.rates = {{"native", 226}, {"onednn", 150}};
@@ -170,6 +171,7 @@ TEST_F(ProfileFiles, AClassMeasuredCloseOrSentAwayFromNativeSplitsByHalvesAndThe
     Row s = row(sub, "onednn");
     s.size = "320x320x320";
     s.rates = {{"native", 195}, {"onednn", 209}};
+    s.judged = kJudges;
     p.record(lib, s);
     EXPECT_EQ(routed_by(p, lib, sub, gemm(256, 256, 256, 'T')), sub);  // sub-classes do not split again
   }
@@ -185,6 +187,130 @@ TEST_F(ProfileFiles, AClassMeasuredCloseOrSentAwayFromNativeSplitsByHalvesAndThe
   const int v = again.lookup(lib, sub_class_of(gemm(330, 330, 330, 'T')));
   ASSERT_GE(v, 0);
   EXPECT_STREQ(again.candidate_name(v), "onednn");
+}
+
+// A process's figures are its own (oneDNN's 256^3 SGEMM at 78 or 56 GFLOP/s by the process's
+// address-space layout, native's at 55): a class one process judged within kJudgeAgainRates is
+// judged again by the next processes, up to kJudges in all, and keeps each candidate's best.
+TEST_F(ProfileFiles, AClassJudgedCloseIsJudgedAgainByTheNextProcessesAndKeepsEachCandidatesBest) {
+  const uint64_t key = class_of(gemm(256, 256, 256)), far = class_of(gemm(512, 512, 512));
+  const auto with = [](Row r, double native, double onednn) {
+    r.size = "256x256x256";
+    r.rates = {{"native", native}, {"onednn", onednn}};
+    return r;
+  };
+  {
+    Profile first(cfg_);
+    const int lib = first.native_index("lib");
+    ASSERT_TRUE(first.claim(lib, key));
+    first.record(lib, with(row(key, "native"), 55, 56));  // a slow draw for oneDNN
+    ASSERT_TRUE(first.claim(lib, far));
+    first.record(lib, with(row(far, "onednn"), 40, 80));
+    EXPECT_STREQ(first.candidate_name(first.lookup(lib, key)), "native");  // judged: not again here
+  }
+  std::string path;
+  {
+    Profile second(cfg_);
+    path = second.path();
+    const int lib = second.native_index("lib");
+    EXPECT_STREQ(second.candidate_name(second.lookup(lib, far)), "onednn");  // 2x apart: settled
+    ASSERT_EQ(second.lookup(lib, key), Profile::kJudgeAgain);
+    EXPECT_EQ(second.lookup(lib, key), Profile::kMeasuring);  // one judge per process
+    Row before;
+    ASSERT_TRUE(second.earlier(lib, key, before));
+    EXPECT_EQ(before.judged, 1);
+    EXPECT_EQ(before.choice, "native");
+    second.record(lib, with(row(key, "onednn"), 54, 78));  // a fast draw
+    EXPECT_STREQ(second.candidate_name(second.lookup(lib, key)), "onednn");
+  }
+  std::vector<Row> rows;
+  std::string why;
+  ASSERT_TRUE(read_file(path, machine_fingerprint(cfg_), rows, why)) << why;
+  const auto stored = [&] {
+    EXPECT_TRUE(read_file(path, machine_fingerprint(cfg_), rows, why)) << why;
+    for (const Row& r : rows)
+      if (r.key == key) return r;
+    return Row{};
+  };
+  Row r = stored();
+  EXPECT_EQ(r.judged, 2);
+  EXPECT_EQ(r.choice, "onednn");
+  ASSERT_EQ(r.rates.size(), 2u);
+  EXPECT_EQ(r.rates[0].gflops, 55);  // native's best: the first process's
+  EXPECT_EQ(r.rates[1].gflops, 78);
+  {
+    // 78 against 55 is still within 1.5x: a third process judges, and a slow draw there, native
+    // ahead by 2 %, does not bring the class back to native.
+    Profile third(cfg_);
+    const int lib = third.native_index("lib");
+    ASSERT_EQ(third.lookup(lib, key), Profile::kJudgeAgain);
+    third.record(lib, with(row(key, "native"), 56.1, 55));
+    EXPECT_STREQ(third.candidate_name(third.lookup(lib, key)), "onednn");
+  }
+  r = stored();
+  EXPECT_EQ(r.judged, 3);
+  EXPECT_EQ(r.choice, "onednn");
+  EXPECT_EQ(r.rates[0].gflops, 56.1);
+  {
+    Profile fourth(cfg_);  // judged by kJudges processes: routed as it stands
+    const int lib = fourth.native_index("lib");
+    EXPECT_STREQ(fourth.candidate_name(fourth.lookup(lib, key)), "onednn");
+  }
+  // Within 3 % of the best, the judging process's own choice stands.
+  const uint64_t tied = class_of(gemm(128, 128, 128));
+  {
+    Profile p(cfg_);
+    const int lib = p.native_index("lib");
+    p.record(lib, with(row(tied, "onednn"), 50, 60));
+  }
+  {
+    Profile p(cfg_);
+    const int lib = p.native_index("lib");
+    ASSERT_EQ(p.lookup(lib, tied), Profile::kJudgeAgain);
+    p.record(lib, with(row(tied, "native"), 59, 45));
+    EXPECT_STREQ(p.candidate_name(p.lookup(lib, tied)), "native");
+  }
+  // A process that does not judge (its call was invalid, or there is no second candidate to try
+  // here) routes by the row as it stands and leaves it for the next.
+  const uint64_t left = class_of(gemm(64, 64, 64));
+  {
+    Profile p(cfg_);
+    const int lib = p.native_index("lib");
+    p.record(lib, with(row(left, "onednn"), 50, 60));
+  }
+  for (int i = 0; i < 2; ++i) {
+    Profile p(cfg_);
+    const int lib = p.native_index("lib");
+    ASSERT_EQ(p.lookup(lib, left), Profile::kJudgeAgain);
+    p.keep_earlier(lib, left);
+    EXPECT_STREQ(p.candidate_name(p.lookup(lib, left)), "onednn");
+  }
+  // With measurement off, nothing is judged again.
+  cfg_.tune = false;
+  Profile off(cfg_);
+  const int lib = off.native_index("lib");
+  EXPECT_STREQ(off.candidate_name(off.lookup(lib, left)), "onednn");
+}
+
+TEST_F(ProfileFiles, AJudgedCountOutsideItsRangeIsCorrupt) {
+  std::string path;
+  {
+    Profile p(cfg_);
+    p.record(p.native_index("lib"), row(class_of(gemm(512, 512, 512)), "openblas"));
+    path = p.path();
+  }
+  const std::string text = read(path);
+  const size_t at = text.find("\topenblas\t1\t");
+  ASSERT_NE(at, std::string::npos) << text;
+  std::vector<Row> rows;
+  std::string why;
+  for (const char* judged : {"0", "4", "x", ""}) {
+    std::string bad = text;
+    bad.replace(at + 10, 1, judged);
+    std::ofstream(path) << bad;
+    EXPECT_FALSE(read_file(path, machine_fingerprint(cfg_), rows, why)) << judged;
+    EXPECT_NE(why.find("corrupt"), std::string::npos) << why;
+  }
 }
 
 TEST_F(ProfileFiles, AnotherLibraryBuildStartsAnotherProfile) {
