@@ -595,6 +595,16 @@ void Profile::keep_earlier(int native, uint64_t key) noexcept {
   changed();
 }
 
+void Profile::judging(int native, uint64_t key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = earlier_.find({native, key});
+  if (it == earlier_.end()) return;
+  Row row = it->second;
+  ++row.judged;
+  rows_[{row.native, row.key}] = row;
+  write_locked(row);
+}
+
 bool Profile::measure_again(int native, uint64_t key) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!remeasured_.insert({native, key}).second) return false;

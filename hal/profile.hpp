@@ -148,6 +148,10 @@ class Profile {
   bool earlier(int native, uint64_t key, Row& out);
   // Routes a class this process was to judge again by the earlier processes' row, as it stands.
   void keep_earlier(int native, uint64_t key) noexcept;
+  // Counts this process among those that judged the class, in the file, before its trial is over:
+  // a process that ends first (a short program: the trial's turns take about half a second) still
+  // counts, so that short runs of a program do not try the class again and again.
+  void judging(int native, uint64_t key);
   // Where this process's measured classes of `native` went, by weight (each class's measured call
   // m x n x k): the candidate with the most, "" before any. The program's library threads are
   // mostly that candidate's: a class measured now is judged beside them (capture/exec/measure.hpp).

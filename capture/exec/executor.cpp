@@ -453,6 +453,7 @@ const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key
             "trying %s in use for %s, between two turns of %s's: judged within %.1fx by %d earlier process%s",
             other.c_str(), hal::profile::class_text(key).c_str(), row.choice.c_str(),
             hal::profile::kJudgeAgainRates, row.judged, row.judged == 1 ? "" : "es");
+    prof.judging(native, key);
     trial = open_trial(ex, native, key, std::move(row), candidate, incumbent, 0);
     return trial->incumbent_name();
   } catch (...) {

@@ -133,7 +133,14 @@ def test_a_second_process_routes_from_the_profile_without_measuring(cache):
     assert second.returncode == 0
     assert measured(second.stderr) == {}, second.stderr
     assert "canaries intact" in second.stdout
-    assert rows(path) == before
+    # Unchanged, but for a class the first judged within 1.5x: the second counts itself among
+    # its judges as it begins its trial (one call of each class: the trial is not over at exit).
+    after = rows(path)
+    assert len(after) == len(before), (before, after)
+    for b, a in zip(before, after):
+        rates = sorted(float(r.split("=")[1]) for r in b[7:])
+        close = b[6] == "1" and rates[-1] <= 1.5 * rates[-2]
+        assert a == (b[:6] + ["2"] + b[7:] if close else b), (b, a)
     # Files private to the user.
     assert os.stat(path).st_mode & 0o077 == 0
     assert os.stat(os.path.dirname(path)).st_mode & 0o077 == 0

@@ -285,6 +285,24 @@ TEST_F(ProfileFiles, AClassJudgedCloseIsJudgedAgainByTheNextProcessesAndKeepsEac
     p.keep_earlier(lib, left);
     EXPECT_STREQ(p.candidate_name(p.lookup(lib, left)), "onednn");
   }
+  // A process that ends before its trial is over still counts once it began judging: short runs
+  // of a program do not try the class again and again.
+  const uint64_t short_runs = class_of(gemm(96, 96, 96));
+  {
+    Profile p(cfg_);
+    p.record(p.native_index("lib"), with(row(short_runs, "onednn"), 50, 60));
+  }
+  for (int i = 0; i < kJudges - 1; ++i) {
+    Profile p(cfg_);
+    const int lib = p.native_index("lib");
+    ASSERT_EQ(p.lookup(lib, short_runs), Profile::kJudgeAgain) << i;
+    p.judging(lib, short_runs);  // and the process ends
+  }
+  {
+    Profile p(cfg_);
+    const int lib = p.native_index("lib");
+    EXPECT_STREQ(p.candidate_name(p.lookup(lib, short_runs)), "onednn");
+  }
   // With measurement off, nothing is judged again.
   cfg_.tune = false;
   Profile off(cfg_);
