@@ -166,14 +166,21 @@ bool measured_dims(const Row& row, int64_t dims[3]) noexcept {
 // The halves of a row's measured call when its two fastest candidates were within kCloseRates, or
 // when it left the program's library for a backend (a class, not a sub-class, which does not split
 // again), else -1.
-int split_of(const Row& row) noexcept {
-  if (row.key & kSubClass) return -1;
-  double best = 0, second = 0, native = 0;
+// A row's two best rates.
+void best_two(const Row& row, double& best, double& second) noexcept {
+  best = second = 0;
   for (const Rate& r : row.rates) {
     second = std::max(second, std::min(best, r.gflops));
     best = std::max(best, r.gflops);
-    if (r.candidate == "native") native = r.gflops;
   }
+}
+
+int split_of(const Row& row) noexcept {
+  if (row.key & kSubClass) return -1;
+  double best, second, native = 0;
+  best_two(row, best, second);
+  for (const Rate& r : row.rates)
+    if (r.candidate == "native") native = r.gflops;
   int64_t dims[3];
   const bool close = second > 0 && best <= kCloseRates * second;
   const bool left_native = native > 0 && row.choice != "native";
@@ -184,11 +191,8 @@ int split_of(const Row& row) noexcept {
 // Whether a later process judges a row's class again (kJudgeAgainRates).
 bool judged_close(const Row& row) noexcept {
   if (row.judged >= kJudges) return false;
-  double best = 0, second = 0;
-  for (const Rate& r : row.rates) {
-    second = std::max(second, std::min(best, r.gflops));
-    best = std::max(best, r.gflops);
-  }
+  double best, second;
+  best_two(row, best, second);
   return second > 0 && best <= kJudgeAgainRates * second;
 }
 
