@@ -163,9 +163,6 @@ bool measured_dims(const Row& row, int64_t dims[3]) noexcept {
   return true;
 }
 
-// The halves of a row's measured call when its two fastest candidates were within kCloseRates, or
-// when it left the program's library for a backend (a class, not a sub-class, which does not split
-// again), else -1.
 // A row's two best rates.
 void best_two(const Row& row, double& best, double& second) noexcept {
   best = second = 0;
@@ -175,6 +172,9 @@ void best_two(const Row& row, double& best, double& second) noexcept {
   }
 }
 
+// The halves of a row's measured call when its two fastest candidates were within kCloseRates, or
+// when it left the program's library for a backend (a class, not a sub-class, which does not split
+// again), else -1.
 int split_of(const Row& row) noexcept {
   if (row.key & kSubClass) return -1;
   double best, second, native = 0;
@@ -583,9 +583,9 @@ bool Profile::earlier(int native, uint64_t key, Row& out) {
   return true;
 }
 
-void Profile::keep_earlier(int native, uint64_t key) noexcept {
+int Profile::keep_earlier(int native, uint64_t key) noexcept {
   Slot* slot = find(slot_key(native, key), false);
-  if (!slot) return;
+  if (!slot) return kUnrouted;
   int v = kUnrouted;
   try {
     std::lock_guard<std::mutex> lock(mu_);
@@ -597,6 +597,7 @@ void Profile::keep_earlier(int native, uint64_t key) noexcept {
   }
   slot->value.store(v, std::memory_order_release);
   changed();
+  return v;
 }
 
 void Profile::judging(int native, uint64_t key) {

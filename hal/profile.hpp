@@ -146,8 +146,9 @@ class Profile {
   void record(int native, Row row);
   // The row that earlier processes left for a class this process judges again (kJudgeAgain).
   bool earlier(int native, uint64_t key, Row& out);
-  // Routes a class this process was to judge again by the earlier processes' row, as it stands.
-  void keep_earlier(int native, uint64_t key) noexcept;
+  // Routes a class this process was to judge again by the earlier processes' row, as it stands:
+  // lookup()'s value for it from now on.
+  int keep_earlier(int native, uint64_t key) noexcept;
   // Counts this process among those that judged the class, in the file, before its trial is over:
   // a process that ends first (a short program: the trial's turns take about half a second) still
   // counts, so that short runs of a program do not try the class again and again.

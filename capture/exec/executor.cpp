@@ -412,12 +412,6 @@ Trial* open_trial(Executor& ex, int native, uint64_t key, hal::profile::Row row,
   return ex.trials.back().get();
 }
 
-const char* kept_earlier(hal::profile::Profile& prof, int native, uint64_t key) noexcept {
-  prof.keep_earlier(native, key);
-  const int v = prof.lookup(native, key);
-  return v >= 0 ? prof.candidate_name(v) : nullptr;
-}
-
 // A class that earlier processes judged close (Profile::kJudgeAgain): its choice in the profile,
 // the incumbent, and the fastest other candidate tried in use again in this process. The
 // incumbent's turn comes first: the process's first call of the class goes where the profile
@@ -432,7 +426,8 @@ const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key
       return nullptr;
     }
     // An invalid call is no call to time (native's would only report it).
-    if (blas::check(node).level != blas::ArgError::none) return kept_earlier(prof, native, key);
+    if (blas::check(node).level != blas::ArgError::none)
+      return prof.candidate_name(prof.keep_earlier(native, key));
     // A place to run: native where the program has a library, a CPU backend that can be used here.
     auto usable = [&](const std::string& name, hal::Backend*& b) {
       b = name == "native" ? nullptr : ex.registry.get(name);
@@ -448,7 +443,7 @@ const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key
         if (r.candidate == row.choice || r.gflops <= best || !usable(r.candidate, b)) continue;
         other = r.candidate, candidate = b, best = r.gflops;
       }
-    if (other.empty()) return kept_earlier(prof, native, key);
+    if (other.empty()) return prof.candidate_name(prof.keep_earlier(native, key));
     SOL_LOG(debug,
             "trying %s in use for %s, between two turns of %s's: judged within %.1fx by %d earlier process%s",
             other.c_str(), hal::profile::class_text(key).c_str(), row.choice.c_str(),
@@ -934,18 +929,18 @@ const char* execute(Node& node, NativeFn program_native) noexcept {
 namespace {
 // A thread's plans for its calls that go to a backend, by their exact arguments: a call made as a
 // recent one on this thread was (routine, native library, dimensions and flags) is planned as that
-// one was. Under auto its class, the profile lookup and the plan cost about 130 ns: 4.5 % of a
-// 32^3 SGEMM on oneDNN (auto ran it at 0.92 of SOL_BACKEND=onednn). An entry holds while the
-// profile is unchanged (Profile::changes(), as the wrappers' memo of native calls); it is kept
-// only for a plan that needed no measurement, trial or accelerator (a device whose costs fail
-// stops being one).
+// one was. Under auto its class, the profile lookup, a backend looked up by name and the plan ran
+// a 32^3 SGEMM on oneDNN at 0.91-0.92 of SOL_BACKEND=onednn (2.97 against 2.71 us a call), 1.01
+// with these plans kept. An entry holds while the profile is unchanged (Profile::changes(), as the
+// wrappers' memo of native calls); it is kept only for a plan that needed no measurement, trial or
+// accelerator (a device whose costs fail stops being one). The key is stricter than the class
+// (every size and stride as passed), so it holds whatever the class is made of.
 struct PlanKey {
-  int64_t m, n, k, kl, ku;
+  int64_t m, n, k, kl, ku, incx, incy;
   char layout, transa, transb, uplo, side, diag;
-  bool real_alpha, strided;
+  bool real_alpha;
   Sym sym;
   const void* native;
-  const Executor* ex;
   bool operator==(const PlanKey&) const noexcept = default;
 };
 struct PlanEntry {
@@ -956,10 +951,10 @@ struct PlanEntry {
 constexpr size_t kPlanEntries = 4;
 SOL_TLS PlanEntry t_plans[kPlanEntries];
 
-PlanKey plan_key(const Executor& ex, const Node& node) noexcept {
+PlanKey plan_key(const Node& node) noexcept {
   const BlasArgs& b = node.blas;
-  return {b.m,      b.n,      b.k,      b.kl,         b.ku,  b.layout, b.transa, b.transb, b.uplo, b.side, b.diag,
-          b.real_alpha, (b.incx != 0 && b.incx != 1) || (b.incy != 0 && b.incy != 1), node.sym, node.native, &ex};
+  return {b.m,      b.n,      b.k,    b.kl,   b.ku,   b.incx,       b.incy,   b.layout,
+          b.transa, b.transb, b.uplo, b.side, b.diag, b.real_alpha, node.sym, node.native};
 }
 PlanEntry& plan_entry(const PlanKey& k) noexcept {
   const uint64_t h = (static_cast<uint64_t>(k.m) * 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(k.n) ^
@@ -1017,7 +1012,7 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
   const char* measured = nullptr;
   Trial* trial = nullptr;
   const uint32_t changes = ex->profile.changes();  // before the lookup: a change after it voids a memo
-  const PlanKey key = plan_key(*ex, node);
+  const PlanKey key = plan_key(node);
   PlanEntry& entry = plan_entry(key);
   hal::Plan plan;
   if (entry.changes == changes && entry.key == key) {
