@@ -1,5 +1,6 @@
 #include "hal/registry.hpp"
 
+#include "common/clock.hpp"
 #include "common/log.hpp"
 
 namespace sol::hal {
@@ -41,7 +42,11 @@ Backend* Registry::get(std::string_view name) noexcept {
   std::call_once(slot->init_once, [&] {
     Backend* b = object(*slot);
     std::string why;
-    if (b && b->init(cfg_, why)) {
+    const uint64_t t0 = monotonic_ns();
+    const bool ok = b && b->init(cfg_, why);
+    SOL_LOG(debug, "backend %s: set up in %.1f ms%s", slot->entry->name,
+            static_cast<double>(monotonic_ns() - t0) * 1e-6, ok ? "" : ", unavailable");
+    if (ok) {
       SOL_LOG(info, "backend %s: %s", slot->entry->name, b->device().c_str());
       slot->ready = b;
     } else {
