@@ -5,8 +5,9 @@
 # over a few sizes, with gpu-carry/'s OpenBLAS as the native library and its oneDNN; the sweep's
 # table goes to stdout and $OUT/sweep.txt. First, the first call of three auto processes against
 # native's ($OUT/first_call.txt): the CUDA device starts on a thread of its own, so no call waits
-# for it (the first process also measures the device's costs, which the next two read from the
-# profile directory). Not among run_all.sh's default parts (PARTS=auto_cpu).
+# for it (the first process, a second of calls, also measures the device's costs, which the next
+# two read from the profile directory; each one's debug log is $OUT/first<i>.log, with the time
+# each backend took to set up). Not among run_all.sh's default parts (PARTS=auto_cpu).
 #
 # Run from the repository root:
 #   SOL_BUILD=<dir with libsol.so, sol, bench/bench_gemm> OUT=<log dir> [AUTO_SIZES=64,256,1024]
@@ -30,6 +31,7 @@ fi
 {
   grep -m1 '^model name' /proc/cpuinfo
   echo "cpus: $(nproc); avx512f: $(grep -qw avx512f /proc/cpuinfo && echo yes || echo no)"
+  echo "OpenCL ICDs: $(ls /etc/OpenCL/vendors 2>/dev/null | tr '\n' ' ')"
 } | tee "$out/cpu.txt"
 "$build/sol" backends 2>&1 | tee "$out/backends.txt" | grep -E 'native|openblas|onednn|sol:' | cut -c1-200
 # bench_gemm's third column: the first call's seconds.
@@ -39,9 +41,10 @@ fi
   mkdir -p "$tmp/cache"
   for i in 1 2 3; do
     echo "auto $(XDG_CACHE_HOME="$tmp/cache" SOL_LOG=debug LD_PRELOAD="$build/libsol.so" \
-      "$build/bench/bench_gemm" s 256 0.05 TN 2>"$tmp/first$i.log" | cut -d' ' -f3)"
-    grep -E 'cuda: (device started|device costs from|measured)|accelerator is still starting' "$tmp/first$i.log" |
-      cut -c1-200
+      "$build/bench/bench_gemm" s 256 1 TN 2>"$tmp/first$i.log" | cut -d' ' -f3)"
+    grep -E 'cuda: (device started|device costs from|measured)|accelerator is still starting|set up in|calls:' \
+      "$tmp/first$i.log" | cut -c1-200
+    cp "$tmp/first$i.log" "$out/first$i.log"
   done
 } 2>&1 | tee "$out/first_call.txt"
 [ "${AUTO_SWEEP:-1}" = 0 ] && exit 0
