@@ -14,12 +14,15 @@ native per size; targets: auto >= 0.95 of the fastest everywhere, never more tha
 Runs alternate per size and the best time of each is kept: a spell of load hits all alike. Some
 shapes run at one of two speeds by the process (the address-space layout: OpenBLAS's DGEMM TN
 n=128 at 51 or 83 GFLOP/s, native and under libsol alike), so a cell under target is measured
-again with as many processes more before it counts (marked +).
+again with as many processes more before it counts (marked +). Best against best favours a
+candidate whose speed varies by process (it gets its best draw, while auto's one choice holds for
+every process), so the column "median" gives auto / fastest by each one's median process too.
 """
 import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -117,12 +120,13 @@ def half_floor(n):
 
 def main():
     print("CPU: %s; OpenBLAS kernels: %s%s" % (cpu_model(), openblas_core(), " (OPENBLAS_CORETYPE=Prescott)" if PRESCOTT else ""))
-    worst_fastest, worst_native = 1e9, 1e9
+    worst_fastest, worst_native, worst_median = 1e9, 1e9, 1e9
     for dtype in TYPES:
         variants = ["native", "openblas"] + (["onednn"] if dtype == "s" else []) + ["auto"]
         for trans in TRANS:
             print("\n%sgemm_ %s   GFLOP/s; auto / fastest, auto / native" % (dtype, trans))
-            print("%6s" % "n" + "".join("%11s" % v for v in variants) + "%10s%10s  %s" % ("/fastest", "/native", "auto's choice"))
+            print("%6s" % "n" + "".join("%11s" % v for v in variants) +
+                  "%10s%10s%8s  %s" % ("/fastest", "/native", "median", "auto's choice"))
             for n in SIZES:
                 budget = 0.05 if n <= 512 else 0.1
                 # auto measures this size's class once, here, in a process long enough for a trial
@@ -136,26 +140,31 @@ def main():
                 # shorter than a trial's turns, and would count as judges without judging).
                 for _ in range(JUDGES):
                     measure("auto", dtype, n, trans, max(0.8, 16 * 2.0 * n ** 3 / 150e9))
-                best = {}
+                times = {v: [] for v in variants}
                 rounds = ROUNDS if n <= 1024 else 2
                 for more in (False, True):
                     for _ in range(rounds):
                         for v in variants:
-                            t = measure(v, dtype, n, trans, budget)
-                            best[v] = min(best.get(v, t), t)
+                            times[v].append(measure(v, dtype, n, trans, budget))
+                    best = {v: min(t) for v, t in times.items()}
                     fastest = min(best[v] for v in variants if v != "auto")
                     vs_fastest, vs_native = fastest / best["auto"], best["native"] / best["auto"]
                     if min(vs_fastest, vs_native) >= 0.95:
                         break
+                median = {v: statistics.median(t) for v, t in times.items()}
+                vs_median = min(median[v] for v in variants if v != "auto") / median["auto"]
                 worst_fastest, worst_native = min(worst_fastest, vs_fastest), min(worst_native, vs_native)
+                worst_median = min(worst_median, vs_median)
                 made, routine = choices(), dtype + "gemm"
                 choice = made.get((routine, trans, half_floor(n))) or made.get((routine, trans, class_floor(n)), "?")
                 print("%6d" % n + "".join("%11.2f" % (2.0 * n ** 3 / best[v] * 1e-9) for v in variants) +
-                      "%10.3f%10.3f  %s%s" % (vs_fastest, vs_native, choice, " +" if more else ""), flush=True)
+                      "%10.3f%10.3f%8.3f  %s%s" % (vs_fastest, vs_native, vs_median, choice, " +" if more else ""),
+                      flush=True)
     print("\nauto / fastest candidate, worst size: %.3f (target >= 0.95): %s" %
           (worst_fastest, "PASS" if worst_fastest >= 0.95 else "FAIL"))
     print("auto / native, worst size: %.3f (target >= 0.95): %s" %
           (worst_native, "PASS" if worst_native >= 0.95 else "FAIL"))
+    print("auto / fastest candidate by median processes, worst size: %.3f" % worst_median)
 
 
 if __name__ == "__main__":
