@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <strings.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -11,8 +12,24 @@
 #include <tuple>
 #include <vector>
 
+#include "common/clock.hpp"
+
 namespace sol::openblas_core {
 namespace {
+
+// The time-stamp counter and the clock when SOL was loaded: spin_ns() times the counter's rate
+// from there, without a wait of its own.
+struct Stamp {
+  uint64_t ticks, ns;
+};
+Stamp stamp() noexcept {
+#if defined(__x86_64__)
+  return {__builtin_ia32_rdtsc(), monotonic_ns()};
+#else
+  return {0, monotonic_ns()};
+#endif
+}
+const Stamp g_loaded = stamp();
 
 using cpu::Isa;
 
@@ -136,6 +153,19 @@ bool check(void* handle, Check& out) {
     out.fix = "use an OpenBLAS with " + std::string(cpu::isa_name(cpu.isa)) + " kernels (" + why +
               ", the best this build has)";
   return true;
+}
+
+uint64_t spin_ns() noexcept {
+  int exponent = 28;  // OpenBLAS's THREAD_TIMEOUT
+  if (const char* v = secure_getenv("OPENBLAS_THREAD_TIMEOUT"); v && std::atoi(v) > 0)
+    exponent = std::min(30, std::max(4, std::atoi(v)));
+  const double ticks = static_cast<double>(uint64_t{1} << exponent);
+  double ticks_per_ns = 1.8;
+  const Stamp now = stamp();
+  if (now.ticks > g_loaded.ticks && now.ns >= g_loaded.ns + 20'000'000)
+    ticks_per_ns =
+        static_cast<double>(now.ticks - g_loaded.ticks) / static_cast<double>(now.ns - g_loaded.ns);
+  return static_cast<uint64_t>(1.1 * ticks / ticks_per_ns);
 }
 
 }  // namespace sol::openblas_core

@@ -39,8 +39,8 @@ class OpenBlas final : public hal::Backend {
  public:
   const char* name() const noexcept override { return "openblas"; }
 
-  // Its workers spin for 2^28 cycles after their last work (0.13 s at 2 GHz), with margin.
-  uint64_t spin_after_call_ns() const noexcept override { return 150'000'000; }
+  // Its workers spin for 2^28 counter ticks after their last work (0.13 s at 2 GHz).
+  uint64_t spin_after_call_ns() const noexcept override { return openblas_core::spin_ns(); }
 
   bool init(const config::Config& cfg, std::string& why) noexcept override {
     // The program's own OpenBLAS if it has one loaded (possibly privately, as NumPy and PyTorch

@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -164,6 +166,27 @@ TEST(OpenBlasCheck, TheFixedCoreIsTheOneOpenBlasReports) {
       NEED_OPENBLAS(r);
       EXPECT_EQ(r["core"], name) << "OPENBLAS_CORETYPE=" << name;
     }
+}
+
+TEST(OpenBlasSpin, TicksOfItsTimeoutAtTheCountersRate) {
+  ::usleep(25000);  // the counter's rate is timed over the process's life from 20 ms on
+  ::unsetenv("OPENBLAS_THREAD_TIMEOUT");
+  const double ns = static_cast<double>(openblas_core::spin_ns());
+  // 2^28 ticks, a tenth more: 0.05-0.6 s for any counter between 0.5 and 6 GHz.
+  EXPECT_GT(ns, 0.05e9);
+  EXPECT_LT(ns, 0.6e9);
+  const auto with = [](const char* timeout) {
+    ::setenv("OPENBLAS_THREAD_TIMEOUT", timeout, 1);
+    const double v = static_cast<double>(openblas_core::spin_ns());
+    ::unsetenv("OPENBLAS_THREAD_TIMEOUT");
+    return v;
+  };
+  // The same rate, timed again a little later: within a percent.
+  EXPECT_NEAR(with("20") * 256, ns, ns * 0.01);
+  EXPECT_NEAR(with("2"), with("4"), with("4") * 0.01);  // clamped to 4..30, as OpenBLAS does
+  EXPECT_NEAR(with("31"), with("30"), with("30") * 0.01);
+  EXPECT_NEAR(with("0"), ns, ns * 0.01);  // 0 and garbage: the default
+  EXPECT_NEAR(with("x"), ns, ns * 0.01);
 }
 
 TEST(CpuInfo, TestModelOverride) {
