@@ -70,16 +70,19 @@ struct Trial {
   int incumbent_calls = 0;  // in both its turns
   int turn_calls = 0;       // in this turn
   uint64_t until_ns = 0;    // the candidate's turn ends at its first call from then on (and its third)
+  uint64_t quiet_from_ns = 0;  // the incumbent's workers have stopped spinning (incumbent_spins_ns)
   double best_gflops = 0;
   int calls = 0;
-  int settled_calls = 0;  // from kQuietNs into its turn on, or since the incumbent ran other classes
+  int settled_calls = 0;  // begun from quiet_from_ns on, or since the incumbent ran other classes
   bool done = false;
   const char* incumbent_name() const noexcept { return incumbent ? incumbent->name() : "native"; }
   const char* candidate_name() const noexcept { return backend ? backend->name() : "native"; }
-  // How long the candidate's workers spin after its last call. Native's, as the openblas backend's
-  // (the program's OpenBLAS spins 2^28 cycles; other libraries less).
-  uint64_t candidate_spins_ns() const noexcept {
-    return backend ? backend->spin_after_call_ns() : 150'000'000;
+  // How long the candidate's (the incumbent's) workers spin after its last call. Native's, as
+  // OpenBLAS's (other libraries spin less).
+  uint64_t candidate_spins_ns() const noexcept { return spins_ns(backend); }
+  uint64_t incumbent_spins_ns() const noexcept { return spins_ns(incumbent); }
+  static uint64_t spins_ns(const hal::Backend* b) noexcept {
+    return b ? b->spin_after_call_ns() : openblas_core::spin_ns();
   }
 };
 
@@ -87,7 +90,6 @@ struct Trial {
 // 2 GHz; GNU OpenMP's spin far less): a trial lasts beyond that, so that its best calls are the
 // candidate's own steady state in this program.
 constexpr uint64_t kTrialNs = 300'000'000;
-constexpr uint64_t kQuietNs = 150'000'000;  // past OpenBLAS's spin after the incumbent's last call
 constexpr uint64_t kIncumbentTurnNs = 20'000'000;
 
 struct Executor {
@@ -636,10 +638,11 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
   return chosen >= 0 ? prof.candidate_name(chosen) : nullptr;
 }
 
-// One call of a class on trial, at `gflops` (< 0: the candidate declined it), made by the
-// incumbent in its turn. Once the three turns are over (or the candidate left early), the class
-// goes to the candidate if its best call beat the incumbent's best (measured or in use) by 3 %.
-void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent) noexcept {
+// One call of a class on trial, begun at `started_ns`, at `gflops` (< 0: the candidate declined
+// it), made by the incumbent in its turn. Once the three turns are over (or the candidate left
+// early), the class goes to the candidate if its best call beat the incumbent's best (measured or
+// in use) by 3 %.
+void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent, uint64_t started_ns) noexcept {
   std::lock_guard<std::mutex> lock(ex.trials_mu);
   if (t.done || by_incumbent != t.incumbent_turn) return;
   const uint64_t now = monotonic_ns();
@@ -652,22 +655,24 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent) noe
       if (!t.incumbent) measure::native_turn_over();
       t.phase = 1;
       t.incumbent_turn = false;
-      t.until_ns = now + kTrialNs;
+      t.quiet_from_ns = now + t.incumbent_spins_ns();
+      t.until_ns = now + std::max(kTrialNs, t.incumbent_spins_ns() + kTrialNs / 2);
       return;
     }
   } else {
     if (gflops > t.best_gflops) t.best_gflops = gflops;
     ++t.calls;
-    if (now + kTrialNs >= t.until_ns + kQuietNs || ex.incumbent_beside.load(std::memory_order_relaxed))
+    if (started_ns >= t.quiet_from_ns || ex.incumbent_beside.load(std::memory_order_relaxed))
       ++t.settled_calls;
     // A candidate whose best call in use is still behind the incumbent's figure once it runs as it
     // will in this program cannot win: the incumbent's second turn could only raise that figure,
-    // and each further call would cost the program what the candidate loses. That is once the
-    // incumbent's threads have gone quiet (kQuietNs into the candidate's turn), or at once in a
-    // program whose other classes keep them busy. 1.5x behind, one call there says so (three in
-    // all); 10 % behind, three calls there do. (Before that, OpenBLAS's spinning workers slow
-    // oneDNN's team to 4 GFLOP/s on a 256^3 SGEMM that it runs at 220, in a program calling
-    // nothing else.)
+    // and each further call would cost the program what the candidate loses. That is from its
+    // first call begun after the incumbent's workers stopped spinning (a call begun before and
+    // ended after ran beside them: on a 16-core Xeon, oneDNN's 256^3 SGEMM took 10 ms there), or
+    // at once in a program whose other classes keep them busy. 1.5x behind, one call there says
+    // so (three in all); 10 % behind, three calls there do. (Before that, OpenBLAS's spinning
+    // workers slow oneDNN's team to 4 GFLOP/s on a 256^3 SGEMM that it runs at 220, in a program
+    // calling nothing else.)
     const bool lost = t.settled_calls > 0 && t.calls >= 3 &&
                       (t.settled_calls >= 3 ? 1.1 : 1.5) * t.best_gflops < t.incumbent_gflops;
     if (gflops >= 0 && !lost && (t.calls < 3 || now < t.until_ns)) return;
@@ -1030,8 +1035,9 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
           const uint64_t t0 = monotonic_ns();
           native();
           measure::native_in_spell_if_asked(t0);
+          measure::native_in_trial_ended();
           observe_trial(*ex, *trial, flops / (static_cast<double>(monotonic_ns() - t0) * 1e-9) * 1e-9,
-                        trial->incumbent == nullptr);
+                        trial->incumbent == nullptr, t0);
           return "native";
         }
         ex->note_beside(nullptr);
@@ -1072,7 +1078,8 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
     const hal::Reason r = run_on(*ex, *c.backend, node);
     if (trial && (c.backend == trial->backend || c.backend == trial->incumbent)) {
       const double seconds = static_cast<double>(monotonic_ns() - t0) * 1e-9;
-      observe_trial(*ex, *trial, r == hal::Reason::ok ? flops / seconds * 1e-9 : -1, c.backend == trial->incumbent);
+      observe_trial(*ex, *trial, r == hal::Reason::ok ? flops / seconds * 1e-9 : -1,
+                    c.backend == trial->incumbent, t0);
       trial = nullptr;
     } else if (!trial && r == hal::Reason::ok) {
       ex->note_beside(c.backend);

@@ -14,6 +14,7 @@
 #include "capture/blas/copies.hpp"
 #include "common/clock.hpp"
 #include "common/macros.hpp"
+#include "common/openblas_core.hpp"
 
 namespace sol::capture::measure {
 
@@ -21,21 +22,17 @@ namespace {
 
 // SOL_TEST_SLOW's knobs, comma-separated, each a backend and how it is slow: itself ("name"), the
 // native call after it ("name:after"), itself only while measured ("name:measured"), its first
-// timed run of a class ("name:once"), or native's calls until a trial's first turn of native's
-// ends ("native:spell"). Knobs of other code ("opencl:startup") are left to it.
+// timed run of a class ("name:once"), its calls begun while native's workers would still spin
+// from native's last call in a trial ("name:beside"), or native's calls until a trial's first turn
+// of native's ends ("native:spell"). Knobs of other code ("opencl:startup") are left to it.
 struct SlowKnob {
   char backend[32] = "";
-  bool after = false, measured_only = false, once = false;
+  bool after = false, measured_only = false, once = false, beside = false;
 };
 struct SlowKnobs {
   SlowKnob knobs[4];
   int count = 0;
   bool spell = false;
-  const SlowKnob* find(const char* backend) const noexcept {
-    for (int i = 0; i < count; ++i)
-      if (std::strcmp(knobs[i].backend, backend) == 0) return &knobs[i];
-    return nullptr;
-  }
 };
 const SlowKnobs& slow_knobs() noexcept {
   static const SlowKnobs knobs = [] {
@@ -54,8 +51,10 @@ const SlowKnobs& slow_knobs() noexcept {
       k.after = std::strcmp(how, "after") == 0;
       k.measured_only = std::strcmp(how, "measured") == 0;
       k.once = std::strcmp(how, "once") == 0;
+      k.beside = std::strcmp(how, "beside") == 0;
       if (std::strcmp(k.backend, "native") == 0 && std::strcmp(how, "spell") == 0) ks.spell = true;
-      else if (!*how || k.after || k.measured_only || k.once) ks.knobs[ks.count++] = k;
+      else if (!*how || k.after || k.measured_only || k.once || k.beside)
+        ks.knobs[ks.count++] = k;
       p = end ? end + 1 : nullptr;
     }
     return ks;
@@ -66,6 +65,7 @@ thread_local bool t_native_owes = false;  // a "name:after" backend ran last in 
 std::atomic<bool> g_spell_over{false};    // "native:spell": a trial's first turn of native's ended
 thread_local bool t_measuring = false;    // this thread runs a measurement's race
 thread_local bool t_slowed_once = false;  // "name:once": this race slowed its first run already
+std::atomic<uint64_t> g_native_ended_ns{0};  // "name:beside": when native's last call in a trial ended
 
 void spin_for(uint64_t ns) noexcept {
   const uint64_t until = monotonic_ns() + ns;
@@ -78,24 +78,33 @@ void spin_for(uint64_t ns) noexcept {
 void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept {
   const SlowKnobs& knobs = slow_knobs();
   if (SOL_LIKELY(knobs.count == 0)) return;
-  const SlowKnob* k = knobs.find(backend);
-  if (!k) return;
-  const SlowKnob& knob = *k;
-  if (knob.after) {
-    t_native_owes = true;
-  } else if (knob.once) {
-    if (t_measuring && !t_slowed_once) {
-      t_slowed_once = true;
-      spin_for(49 * (monotonic_ns() - started_ns));  // a compiled kernel's first run: 200x in oneDNN
+  for (int i = 0; i < knobs.count; ++i) {  // a backend's knobs combine ("onednn:measured,onednn:beside")
+    const SlowKnob& knob = knobs.knobs[i];
+    if (std::strcmp(knob.backend, backend) != 0) continue;
+    if (knob.after) {
+      t_native_owes = true;
+    } else if (knob.once) {
+      if (t_measuring && !t_slowed_once) {
+        t_slowed_once = true;
+        spin_for(49 * (monotonic_ns() - started_ns));  // a compiled kernel's first run: 200x in oneDNN
+      }
+    } else if (knob.beside) {
+      const uint64_t ended = g_native_ended_ns.load(std::memory_order_relaxed);
+      if (ended && started_ns < ended + openblas_core::spin_ns()) spin_for(9 * (monotonic_ns() - started_ns));
+    } else if (!knob.measured_only || t_measuring) {
+      spin_for(9 * (monotonic_ns() - started_ns));
     }
-  } else if (!knob.measured_only || t_measuring) {
-    spin_for(9 * (monotonic_ns() - started_ns));
   }
 }
 
 void native_in_spell_if_asked(uint64_t started_ns) noexcept {
   if (SOL_UNLIKELY(slow_knobs().spell) && !g_spell_over.load(std::memory_order_relaxed))
     spin_for((monotonic_ns() - started_ns) * 4 / 10);
+}
+
+void native_in_trial_ended() noexcept {
+  if (SOL_UNLIKELY(slow_knobs().count > 0))
+    g_native_ended_ns.store(monotonic_ns(), std::memory_order_relaxed);
 }
 
 void native_slowed_if_asked(uint64_t started_ns) noexcept {

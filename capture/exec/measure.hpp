@@ -60,7 +60,10 @@ void warmed(const char* candidate, Op op, DType dtype) noexcept;
 // SOL_TEST_SLOW=<backend>:measured slows it only while measured, as beside native's spinning
 // threads, so that its trial in use (Row::trial) finds it fast; SOL_TEST_SLOW=<backend>:once
 // makes its first timed run of each measured class take fifty times as long, as a kernel compiled
-// for that class does (oneDNN's: 200 times). SOL_TEST_SLOW=native:spell makes every native call
+// for that class does (oneDNN's: 200 times). SOL_TEST_SLOW=<backend>:beside makes its calls ten
+// times as long when they begin while native's workers would still spin (openblas_core::spin_ns)
+// after native's last call in a trial, as a team of threads beside OpenBLAS's spinning workers
+// runs on few cores (native_in_trial_ended()). SOL_TEST_SLOW=native:spell makes every native call
 // that is timed (the program's measured call, native's runs on the copies, its calls in a trial's
 // turn) take 1.4 times as long until native_turn_over(), as in a spell of a shared machine's in
 // which the native library's threads run slow (at two thirds of their speed, seen).
@@ -68,6 +71,7 @@ void warmed(const char* candidate, Op op, DType dtype) noexcept;
 void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept;
 void native_slowed_if_asked(uint64_t started_ns) noexcept;  // a native run in a measurement's race
 void native_in_spell_if_asked(uint64_t started_ns) noexcept;  // any other timed native call
+void native_in_trial_ended() noexcept;                        // a native call in a trial's turn has returned
 // A trial's first turn of native's ended (SOL_TEST_SLOW=native:spell: the spell ends with it).
 void native_turn_over() noexcept;
 

@@ -444,6 +444,27 @@ def test_a_candidate_measured_beside_natives_threads_is_tried_in_use(cache):
     assert r.stdout.split(" after")[0] == direct.stdout.split(" after")[0]
 
 
+def test_a_candidates_calls_begun_beside_natives_spinning_workers_do_not_decide_its_trial(cache):
+    """A candidate's turn follows native's calls, whose OpenBLAS workers spin for a while after the
+    last of them (2^28 counter ticks): calls begun then ran beside them, and only calls begun after
+    may end the trial early. The knob makes oneDNN's calls ten times as long when they begin within
+    that spin, and while measured (so that it is tried). Back to back, its last call begun in the
+    spin ends after it: counted, it would end the trial at a tenth of oneDNN's speed (on a 16-core
+    Xeon, oneDNN left a trial after 9 calls at 3.2 GFLOP/s, a 256^3 SGEMM it runs at 1000)."""
+    def judge(r):
+        got = measured(r.stderr)
+        [(cls, _)] = got.keys()
+        measured_rate = got[(cls, "sgemm_")][0]["onednn"]
+        tried = trials(r.stderr)
+        ok = len(tried) == 1 and tried[0][:2] == ("onednn", cls) and tried[0][2] > 3 * measured_rate
+        return tried if ok else None
+
+    r, [(_, _, in_use, native, choice)] = undisturbed(
+        cache, judge, "oneDNN's trial judged by its calls beside native's spinning workers", "repeated_gemm", 128,
+        1.5, SOL_TEST_SLOW="onednn:measured,onednn:beside")
+    assert choice == ("onednn" if in_use > 1.03 * native else "native"), (in_use, native, choice)
+
+
 def test_natives_turn_in_a_slow_spell_is_not_the_last_word(cache):
     """On a shared machine a library's threads go through spells at two thirds of their speed. One
     that covers native's measured call and its first turn in a trial must not decide the class: a
