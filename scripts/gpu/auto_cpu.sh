@@ -7,11 +7,14 @@
 # native's ($OUT/first_call.txt): the CUDA device starts on a thread of its own, so no call waits
 # for it (the first process, a second of calls, also measures the device's costs, which the next
 # two read from the profile directory; each one's debug log is $OUT/first<i>.log, with the time
-# each backend took to set up). Not among run_all.sh's default parts (PARTS=auto_cpu).
+# each backend took to set up). Then the PyTorch MLP's GEMMs from C (bench/auto_mlp.py --c-only:
+# bench_mlp_gemms natively on the misdetected library, natively with the kernels `sol backends`
+# names, and under auto; $OUT/mlp_gemms.txt; AUTO_MLP=0 leaves it out), then the sweep. Not among
+# run_all.sh's default parts (PARTS=auto_cpu).
 #
 # Run from the repository root:
 #   SOL_BUILD=<dir with libsol.so, sol, bench/bench_gemm> OUT=<log dir> [AUTO_SIZES=64,256,1024]
-#   [AUTO_TRANS=NN,TN] [AUTO_TYPES=s,d] [AUTO_SWEEP=0: the first calls only, about 15 s]
+#   [AUTO_TRANS=NN,TN] [AUTO_TYPES=s,d] [AUTO_MLP=0] [AUTO_SWEEP=0: no sweep, about 30 s]
 #   scripts/gpu/auto_cpu.sh
 set -u
 : "${SOL_BUILD:?set SOL_BUILD to the build directory}" "${OUT:?set OUT to a directory for logs}"
@@ -47,6 +50,12 @@ fi
     cp "$tmp/first$i.log" "$out/first$i.log"
   done
 } 2>&1 | tee "$out/first_call.txt"
+if [ "${AUTO_MLP:-1}" != 0 ]; then
+  # The kernels `sol backends` says would fit ("set OPENBLAS_CORETYPE=SkylakeX ..."), if any.
+  best=$(grep -o 'OPENBLAS_CORETYPE=[A-Za-z]*' "$out/backends.txt" | head -1 | cut -d= -f2)
+  python3 "$root/bench/auto_mlp.py" "$build" --quick --c-only ${best:+--best-core "$best"} 2>&1 |
+    tee "$out/mlp_gemms.txt"
+fi
 [ "${AUTO_SWEEP:-1}" = 0 ] && exit 0
 python3 "$root/bench/auto_sweep.py" "$build" --sizes "${AUTO_SIZES:-64,256,1024}" --trans "${AUTO_TRANS:-NN,TN}" \
   --types "${AUTO_TYPES:-s,d}" 2>&1 | tee "$out/sweep.txt"

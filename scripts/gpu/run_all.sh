@@ -27,7 +27,7 @@ for p in ${PARTS:-cuda_backend lapack_bench cublas_trace cudnn_trace}; do
     cudnn_trace) part cudnn_trace 80 ;;
     cuda_backend) part cuda_backend 240 ;;
     lapack_bench) LAPACK_BUDGET_S=${LAPACK_BUDGET_S:-140} part lapack_bench 150 ;;
-    auto_cpu) part auto_cpu 240 ;;  # not a GPU check: auto on this machine's CPU (PARTS=auto_cpu)
+    auto_cpu) part auto_cpu 300 ;;  # not a GPU check: auto on this machine's CPU (PARTS=auto_cpu)
     *) echo "run_all: unknown part $p" ;;
   esac
 done
