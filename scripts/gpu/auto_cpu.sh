@@ -7,14 +7,15 @@
 # native's ($OUT/first_call.txt): the CUDA device starts on a thread of its own, so no call waits
 # for it (the first process, a second of calls, also measures the device's costs, which the next
 # two read from the profile directory; each one's debug log is $OUT/first<i>.log, with the time
-# each backend took to set up). Then the PyTorch MLP's GEMMs from C (bench/auto_mlp.py --c-only:
+# each backend took to set up). Then the race and the trial of a 256^3 NN SGEMM in AUTO_TRIALS
+# (6) fresh processes ($OUT/trials.txt). Then the PyTorch MLP's GEMMs from C (bench/auto_mlp.py --c-only:
 # bench_mlp_gemms natively on the misdetected library, natively with the kernels `sol backends`
 # names, and under auto; $OUT/mlp_gemms.txt; AUTO_MLP=0 leaves it out), then the sweep. Not among
 # run_all.sh's default parts (PARTS=auto_cpu).
 #
 # Run from the repository root:
 #   SOL_BUILD=<dir with libsol.so, sol, bench/bench_gemm> OUT=<log dir> [AUTO_SIZES=64,256,1024]
-#   [AUTO_TRANS=NN,TN] [AUTO_TYPES=s,d] [AUTO_MLP=0] [AUTO_SWEEP=0: no sweep, about 30 s]
+#   [AUTO_TRANS=NN,TN] [AUTO_TYPES=s,d] [AUTO_TRIALS=6] [AUTO_MLP=0] [AUTO_SWEEP=0: no sweep, about 40 s]
 #   scripts/gpu/auto_cpu.sh
 set -u
 : "${SOL_BUILD:?set SOL_BUILD to the build directory}" "${OUT:?set OUT to a directory for logs}"
@@ -50,6 +51,19 @@ fi
     cp "$tmp/first$i.log" "$out/first$i.log"
   done
 } 2>&1 | tee "$out/first_call.txt"
+# The trials of one class in fresh processes: what the race measured and what the trial in use
+# found (the 256^3 NN SGEMM is the class whose sweep cell fell to 0.31 of the fastest there).
+if [ "${AUTO_TRIALS:-6}" != 0 ]; then
+  {
+    echo "bench_gemm s 256 1 NN under auto, each process with a fresh profile: GFLOP/s, then its race and trial"
+    for i in $(seq "${AUTO_TRIALS:-6}"); do
+      rm -rf "$tmp/trials"
+      echo "process $i: $(XDG_CACHE_HOME="$tmp/trials" SOL_LOG=debug LD_PRELOAD="$build/libsol.so" \
+        "$build/bench/bench_gemm" s 256 1 NN 2>"$tmp/trial.log" | cut -d' ' -f2)"
+      grep -E '^sol: (measured|tried) ' "$tmp/trial.log" | cut -c1-260
+    done
+  } 2>&1 | tee "$out/trials.txt"
+fi
 if [ "${AUTO_MLP:-1}" != 0 ]; then
   # The kernels `sol backends` says would fit ("set OPENBLAS_CORETYPE=SkylakeX ..."), if any.
   best=$(grep -o 'OPENBLAS_CORETYPE=[A-Za-z]*' "$out/backends.txt" | head -1 | cut -d= -f2)
