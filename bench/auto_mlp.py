@@ -47,15 +47,22 @@ print("loop_s=%.4f loss=%.6f" % (time.perf_counter() - t, loss.item()))
 """
 
 
-def run(variant, cache, prescott):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("SOL_") and k != "LD_PRELOAD"}
+def variant_env(variant, cache, drop=(), **extra):
+    """The environment of one run: the caller's without SOL's variables (nor those in `drop`), the
+    bench's own cache directory, `extra`, and libsol under auto for "first" and "profiled" (the
+    others run natively); a first run starts from an empty profile."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SOL_") and k != "LD_PRELOAD" and k not in drop}
     e["XDG_CACHE_HOME"] = cache
-    if prescott:
-        e["OPENBLAS_CORETYPE"] = "Prescott"
-    if variant != "native":
+    e.update(extra)
+    if variant in ("first", "profiled"):
         e.update(LD_PRELOAD=LIBSOL, SOL_BACKEND="auto", SOL_LOG="error")
     if variant == "first":
         shutil.rmtree(os.path.join(cache, "sol"), True)
+    return e
+
+
+def run(variant, cache, prescott):
+    e = variant_env(variant, cache, **({"OPENBLAS_CORETYPE": "Prescott"} if prescott else {}))
     import time
     t = time.perf_counter()
     out = subprocess.run(["/usr/bin/python3", "-c", SCRIPT], env=e, capture_output=True, text=True, check=True)
@@ -69,17 +76,10 @@ def mixed(cache):
     prog = os.path.join(BUILD, "bench", "bench_mixed_classes")
     if not os.path.exists(prog):
         return
-    e = {k: v for k, v in os.environ.items() if not k.startswith("SOL_") and k != "LD_PRELOAD"}
-    e["XDG_CACHE_HOME"] = cache
     best = {}
     for _ in range(ROUNDS):
         for v in ("native", "first", "profiled"):
-            env = dict(e)
-            if v != "native":
-                env.update(LD_PRELOAD=LIBSOL, SOL_BACKEND="auto", SOL_LOG="error")
-            if v == "first":
-                shutil.rmtree(os.path.join(cache, "sol"), True)
-            out = subprocess.run([prog, "300"], env=env, capture_output=True, text=True, check=True)
+            out = subprocess.run([prog, "300"], env=variant_env(v, cache), capture_output=True, text=True, check=True)
             best[v] = min(best.get(v, 1e9), float(out.stdout))
     print("C program, 1024x10x256 then 1024x256x1024 SGEMM, alternating: us per step")
     for v, label in (("native", "native"), ("first", "auto, first run"), ("profiled", "auto, profiled")):
@@ -93,22 +93,15 @@ def step_gemms(cache):
     prog = os.path.join(BUILD, "bench", "bench_mlp_gemms")
     if not os.path.exists(prog):
         return
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith("SOL_") and k not in ("LD_PRELOAD", "OPENBLAS_CORETYPE")}
-    base["XDG_CACHE_HOME"] = cache
     # Misdetected: the library as it loads where it does not know the CPU, else made so.
     wrong = {} if BEST_CORE else {"OPENBLAS_CORETYPE": "Prescott"}
     right = {"OPENBLAS_CORETYPE": BEST_CORE} if BEST_CORE else {}
-    variants = (("native", wrong, False), ("right", right, False), ("first", wrong, True), ("profiled", wrong, True))
+    variants = (("native", wrong), ("right", right), ("first", wrong), ("profiled", wrong))
     steps = 20
     whole, later = {}, {}  # ms: the 20 steps; a later step's
     for _ in range(ROUNDS):
-        for v, env, preload in variants:
-            e = dict(base, **env)
-            if preload:
-                e.update(LD_PRELOAD=LIBSOL, SOL_BACKEND="auto", SOL_LOG="error")
-            if v == "first":
-                shutil.rmtree(os.path.join(cache, "sol"), True)
+        for v, kernels in variants:
+            e = variant_env(v, cache, drop=("OPENBLAS_CORETYPE",), **kernels)
             out = subprocess.run([prog, str(steps)], env=e, capture_output=True, text=True, check=True).stdout.split()
             first, rest = float(out[0]), float(out[1])
             whole[v] = min(whole.get(v, 1e9), first + (steps - 1) * rest)

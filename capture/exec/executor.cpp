@@ -655,8 +655,9 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent, uin
       if (!t.incumbent) measure::native_turn_over();
       t.phase = 1;
       t.incumbent_turn = false;
-      t.quiet_from_ns = now + t.incumbent_spins_ns();
-      t.until_ns = now + std::max(kTrialNs, t.incumbent_spins_ns() + kTrialNs / 2);
+      const uint64_t spins = t.incumbent_spins_ns();
+      t.quiet_from_ns = now + spins;
+      t.until_ns = now + std::max(kTrialNs, spins + kTrialNs / 2);
       return;
     }
   } else {
