@@ -75,6 +75,9 @@ struct Trial {
   int calls = 0;
   int settled_calls = 0;  // begun from quiet_from_ns on, or since the incumbent ran other classes
   bool done = false;
+  // The class was measured in a mixed program, beside home's threads, and left them: the incumbent
+  // is home (leaving_home()).
+  bool from_home = false;
   const char* incumbent_name() const noexcept { return incumbent ? incumbent->name() : "native"; }
   const char* candidate_name() const noexcept { return backend ? backend->name() : "native"; }
   // How long the candidate's (the incumbent's) workers spin after its last call. Native's, as
@@ -401,9 +404,10 @@ struct CallOn {
 // call at hand on: the incumbent's turn comes first. `row`: the class's measurement, its choice
 // standing until the trial ends.
 Trial* open_trial(Executor& ex, int native, uint64_t key, hal::profile::Row row, hal::Backend* candidate,
-                  hal::Backend* incumbent, double incumbent_gflops) {
+                  hal::Backend* incumbent, double incumbent_gflops, bool from_home = false) {
   auto t =
       std::make_unique<Trial>(Trial{native, key, std::move(row), candidate, incumbent, incumbent_gflops, 0});
+  t->from_home = from_home;
   t->incumbent_until_ns = monotonic_ns() + std::max(kIncumbentTurnNs, t->candidate_spins_ns());
   std::lock_guard<std::mutex> lock(ex.trials_mu);
   ex.trials.push_back(std::move(t));
@@ -457,6 +461,32 @@ const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key
     prof.release(native, key);
     return nullptr;
   }
+}
+
+// In a mixed program (`home`: where most of its calls run), a class that its measurement sends to
+// another CPU backend is first tried there in use, against home: the class stays on home until
+// the trial ends (home's turn first), and goes there only if its own calls, beside home's threads
+// as the program keeps them busy, beat home's by 3 %. (The race charged it for switching between the two
+// libraries' threads, but on few cores its figures are at the mercy of whichever pool spun last:
+// the previous measurement's, or a candidate's own. Home's own runs of a 1024x256x10 SGEMM that
+// oneDNN runs at 52 GFLOP/s timed at 0.7 there, and two such classes went to the OpenBLAS
+// instance, between oneDNN's calls: a step of the MLP's GEMMs took 58 ms instead of 38.) Sets
+// `row`'s trial to the measured choice and `incumbent` to home; false where it does not apply.
+// (The measured choice stands in the profile should the process end first: what `sol tune`, a
+// call per class, is for.)
+bool leaving_home(Executor& ex, const std::string& home, bool native_in, hal::profile::Row& row,
+                  hal::Backend*& incumbent) {
+  if (home.empty() || !row.trial.empty() || row.choice == home) return false;
+  hal::Backend* chosen = ex.registry.get(row.choice);
+  if (!chosen || chosen->accelerator()) return false;
+  hal::Backend* h = home == "native" ? nullptr : ex.registry.get(home);
+  if (h ? h->accelerator() : !(home == "native" && native_in)) return false;
+  bool measured = false;  // home was in the race (it may have declined the class)
+  for (const auto& r : row.rates) measured |= r.candidate == home;
+  if (!measured) return false;
+  row.trial = row.choice;
+  incumbent = h;
+  return true;
 }
 
 // What auto measured fastest for this node's shape class ("native" or a backend's name), measuring
@@ -609,24 +639,29 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     }
     warn_if_measured_slow(node, flops, row);
     // The trial is against native when native was measured (whatever the choice), else against
-    // the choice.
+    // the choice; in a mixed program, against home, for a class measured away from it.
     hal::Backend* incumbent = native_in ? nullptr : ex.registry.get(row.choice);
+    const bool leaves_home = leaving_home(ex, home, native_in, row, incumbent);
     if (hal::Backend* b = row.trial.empty() ? nullptr : ex.registry.get(row.trial);
         b && b != incumbent && (native_in || incumbent)) {
+      const std::string incumbent_name = incumbent ? incumbent->name() : "native";
       double incumbent_gflops = 0;
       for (const auto& r : row.rates)
-        if (r.candidate == (native_in ? "native" : row.choice)) incumbent_gflops = r.gflops;
-      SOL_LOG(debug,
-              "trying %s in use for %s, between two turns of %s's: measured beside each other's threads",
-              b->name(), hal::profile::class_text(key).c_str(), incumbent ? incumbent->name() : "native");
+        if (r.candidate == incumbent_name) incumbent_gflops = r.gflops;
+      SOL_LOG(debug, "trying %s in use for %s, between two turns of %s's: %s", b->name(),
+              hal::profile::class_text(key).c_str(), incumbent_name.c_str(),
+              leaves_home ? "measured away from the threads most of the program's calls run on"
+                          : "measured beside each other's threads");
       // The measured choice is recorded first: it stands if the process ends before the trial.
-      prof.record(native, row);
+      // One that would leave home counts as home's meanwhile: the classes measured during its
+      // trial are measured beside the threads the program's calls run on.
+      prof.record(native, row, leaves_home ? home.c_str() : nullptr);
       // This call, when nobody made it while measuring, and the next go to the incumbent: its
       // first turn, this call included. (Not a call of another class on the incumbent's threads,
       // which would count the candidate's calls as settled from the first, beside those threads
       // still spinning from this one: on a 16-core Xeon, oneDNN left after three calls at 339
       // GFLOP/s, against 490 for OpenBLAS's SkylakeX instance, where it runs at 1030.)
-      trial = open_trial(ex, native, key, std::move(row), b, incumbent, incumbent_gflops);
+      trial = open_trial(ex, native, key, std::move(row), b, incumbent, incumbent_gflops, leaves_home);
       return ran_on || !incumbent ? nullptr : incumbent->name();
     }
     prof.record(native, row);
@@ -700,7 +735,7 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent, uin
     // The class was measured alone, before the program's other classes settled where its calls
     // mostly run; a trial that ends away from there is measured again beside those threads.
     const std::string home = ex.profile.home(t.native, t.key);
-    if (!home.empty() && home != t.row.choice && ex.profile.measure_again(t.native, t.key)) {
+    if (!t.from_home && !home.empty() && home != t.row.choice && ex.profile.measure_again(t.native, t.key)) {
       SOL_LOG(debug,
               "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns; measuring it "
               "again beside %s's threads",

@@ -21,13 +21,14 @@ namespace sol::capture::measure {
 namespace {
 
 // SOL_TEST_SLOW's knobs, comma-separated, each a backend and how it is slow: itself ("name"), the
-// native call after it ("name:after"), itself only while measured ("name:measured"), its first
-// timed run of a class ("name:once"), its calls begun while native's workers would still spin
-// from native's last call in a trial ("name:beside"), or native's calls until a trial's first turn
-// of native's ends ("native:spell"). Knobs of other code ("opencl:startup") are left to it.
+// native call after it ("name:after"), itself only while measured ("name:measured"), only in use
+// ("name:inuse": the program's calls, a trial's included), its first timed run of a class
+// ("name:once"), its calls begun while native's workers would still spin from native's last call
+// in a trial ("name:beside"), or native's calls until a trial's first turn of native's ends
+// ("native:spell"). Knobs of other code ("opencl:startup") are left to it.
 struct SlowKnob {
   char backend[32] = "";
-  bool after = false, measured_only = false, once = false, beside = false;
+  bool after = false, measured_only = false, in_use = false, once = false, beside = false;
 };
 struct SlowKnobs {
   SlowKnob knobs[4];
@@ -50,10 +51,11 @@ const SlowKnobs& slow_knobs() noexcept {
       }
       k.after = std::strcmp(how, "after") == 0;
       k.measured_only = std::strcmp(how, "measured") == 0;
+      k.in_use = std::strcmp(how, "inuse") == 0;
       k.once = std::strcmp(how, "once") == 0;
       k.beside = std::strcmp(how, "beside") == 0;
       if (std::strcmp(k.backend, "native") == 0 && std::strcmp(how, "spell") == 0) ks.spell = true;
-      else if (!*how || k.after || k.measured_only || k.once || k.beside)
+      else if (!*how || k.after || k.measured_only || k.in_use || k.once || k.beside)
         ks.knobs[ks.count++] = k;
       p = end ? end + 1 : nullptr;
     }
@@ -91,7 +93,7 @@ void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept {
     } else if (knob.beside) {
       const uint64_t ended = g_native_ended_ns.load(std::memory_order_relaxed);
       if (ended && started_ns < ended + openblas_core::spin_ns()) spin_for(9 * (monotonic_ns() - started_ns));
-    } else if (!knob.measured_only || t_measuring) {
+    } else if (knob.in_use ? !t_measuring : !knob.measured_only || t_measuring) {
       spin_for(9 * (monotonic_ns() - started_ns));
     }
   }
@@ -251,7 +253,8 @@ double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
 //   There each of another candidate's calls is followed by a home one, as in the program, the
 //   candidate is charged what that call took beyond home's own, and it counts by the mean of all
 //   its batches, stalls included; native too when it is not home. For a GEMM the home call after
-//   it is a probe (Probe) that keeps home's threads busy, as the program's larger calls do.
+//   it is a probe (Probe) that keeps home's threads busy, as the program's larger calls do. A
+//   choice other than home is then tried in use against it (the executor's leaving_home()).
 //   Otherwise a batch counts by its fastest call: the library's steady state, which a program
 //   calling only it gets once the others' threads sleep.
 // - The first time a candidate runs a routine in this process it runs once untimed (thread

@@ -33,12 +33,13 @@ struct Candidate {
 // has just run natively in `native_seconds` (< 0: it has not; native is left out, or the program
 // has no library for it), which is native's first sample. Fills `row` (size, rates, choice) and
 // returns true when at least one candidate ran. `made_call` names the candidate that made the
-// program's call (Candidate::call_itself), nullptr when none did: the caller then makes it. Costs a few calls of the fastest candidates: the slow ones leave the race
-// after one run.
+// program's call (Candidate::call_itself), nullptr when none did: the caller then makes it.
+// Costs a few calls of the fastest candidates: the slow ones leave the race after one run.
 // `home`: the program already made calls of other classes, which stay where they are, most of
 // them on `home`'s threads ("native", or a backend's name; nullptr: none yet, alone). A
 // candidate's short calls are then timed each followed by a call of home, as in the program, and
-// charged for the switch between their threads; native too when it is not home.
+// charged for the switch between their threads; native too when it is not home. (The caller
+// tries a choice other than home in use against home before it stands.)
 // Otherwise (alone) every other candidate ran beside native's threads, which spin for a while
 // after each call (OpenBLAS's for about 0.1 s), and native beside theirs: row.trial then names
 // the best other CPU candidate, to be tried in use against native before the choice is final

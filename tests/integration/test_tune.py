@@ -86,6 +86,11 @@ def rows(path):
     return list(by_class.values())
 
 
+def cpu_above_sse3():
+    flags = open("/proc/cpuinfo").read()
+    return " avx2 " in flags or " avx " in flags
+
+
 def warnings(stderr):
     return [l for l in sol_lines(stderr) if not l.startswith("sol: debug:") and "below" in l]
 
@@ -564,22 +569,55 @@ def test_a_slow_candidate_loses_its_trial_early(cache):
     assert per_backend.get("onednn") == int(m.group(4)) and per_backend["native"] > 100, calls.group(0)
 
 
-def test_no_trial_in_a_mixed_program(cache):
+def test_no_trial_in_a_mixed_program_for_a_class_that_stays_home(cache):
     """measured_calls' second class is measured after the program's own library ran the first:
-    measured between native calls, it needs no trial; its first class, alone, gets one unless
-    oneDNN beat native's best run on the copies there by 2x (which a loaded machine can make
-    it do; a short program ends before a trial is over: the measured choice stands in the
-    profile)."""
+    measured beside the threads the first class's calls went to, it needs no trial where it stays
+    there (the next test has one that leaves); its first class, alone, gets one unless oneDNN beat native's best run on the
+    copies there by 2x (which a loaded machine can make it do; a short program ends before a trial
+    is over: the measured choice stands in the profile)."""
     r = auto(cache, "measured_calls", 128)
     got = [m for m in map(MEASURED.match, r.stderr.splitlines()) if m]
     assert len(got) == 2 and "transb=T" in got[0].group(1), r.stderr
     trying = [l for l in r.stderr.splitlines() if l.startswith("sol: trying")]
-    assert all("transb=T" in l for l in trying), r.stderr
+    second = [l for l in trying if "transb=T" not in l]
+    if got[1].group(5) == got[1].group(6):  # where the first class's calls went
+        assert not second, r.stderr
+    else:  # measured away from there: tried in use against it
+        assert len(second) == 1 and second[0].endswith("measured away from the threads most of the program's "
+                                                      "calls run on"), r.stderr
     rates = rates_of(got[0].group(4))
     # 2x ahead of native's best, oneDNN may still be tried: when that best is the program's
     # call (first use), no run on the copies having beaten it.
-    assert len(trying) == 1 or (not trying and rates["onednn"] > 2 * rates["native"]), r.stderr
+    first = len(trying) - len(second)
+    assert first == 1 or (not first and rates["onednn"] > 2 * rates["native"]), r.stderr
     assert len(rows(profiles(cache)[0])) == 2
+
+
+@pytest.mark.skipif(not cpu_above_sse3(), reason="this CPU runs Prescott kernels by right")
+def test_a_class_measured_away_from_home_is_tried_in_use_against_home(cache):
+    """In a mixed program, a class whose measurement sends it away from the library most of the
+    program's calls run on (home) stays on home until it beats home in use, beside home's threads:
+    on few cores a race's figures depend on whichever pool spun last. Here the OpenBLAS instance
+    takes the program's DGEMM, which oneDNN does not run (OPENBLAS_CORETYPE=Prescott leaves native
+    out), and so is home; the SGEMM class's race finds oneDNN faster, the instance's runs on the
+    copies slowed (SOL_TEST_SLOW=openblas:measured). With oneDNN slow in use (onednn:inuse) the
+    class stays on home; with the instance slow in use too (openblas), it goes to oneDNN."""
+    def judge(r):  # the race sent the class to oneDNN (home made the class's first call, timed as
+        # its first sample, unslowed: a oneDNN disturbed by load can still lose to it)
+        raced = [choice for (cls, sym), (rates, choice) in measured(r.stderr).items() if sym == "sgemm_"]
+        return raced == ["onednn"]
+
+    for knobs, kept in (("openblas:measured,onednn:inuse", "openblas"), ("openblas", "onednn")):
+        r, _ = undisturbed(cache, judge, "the SGEMM class's race did not find oneDNN faster", "home_and_away", 256,
+                           128, 1.5, SOL_TEST_SLOW=knobs, OPENBLAS_CORETYPE="Prescott")
+        assert re.search(r"^sol: trying onednn in use for gemm f32 .*, between two turns of openblas's: measured "
+                         r"away from the threads most of the program's calls run on$", r.stderr, re.M), r.stderr
+        tried = re.search(r"^sol: tried onednn in use for gemm f32 .*; auto takes (\w+)$", r.stderr, re.M)
+        assert tried and tried.group(1) == kept, (knobs, r.stderr)
+        [row] = [x for x in rows(profiles(cache)[0]) if " f32 " in x[3]]
+        assert row[5] == kept, (knobs, row)
+        # No measuring again beside home's threads: the class was measured there.
+        assert "measuring gemm f32" not in r.stderr, r.stderr
 
 
 def warmed_classes(stderr):
@@ -689,11 +727,6 @@ def test_processes_measuring_at_once_keep_every_measurement(cache):
     classes = {r[3] for r in rows(path)}
     # Per size, the NT call (beta) and the NN call (aliasing): two classes each.
     assert len(classes) == 2 * len(sizes), classes
-
-
-def cpu_above_sse3():
-    flags = open("/proc/cpuinfo").read()
-    return " avx2 " in flags or " avx " in flags
 
 
 @pytest.mark.skipif(not cpu_above_sse3(), reason="this CPU runs Prescott kernels by right")
