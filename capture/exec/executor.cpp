@@ -468,16 +468,15 @@ const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key
 }
 
 // In a mixed program (`home`: where most of its calls run), a class that its measurement sends to
-// another CPU backend is first tried there in use, against home: the class stays on home until
-// the trial ends (home's turn first), and goes there only if its own calls, beside home's threads
-// as the program keeps them busy, beat home's by 3 %. (The race charged it for switching between the two
-// libraries' threads, but on few cores its figures are at the mercy of whichever pool spun last:
-// the previous measurement's, or a candidate's own. Home's own runs of a 1024x256x10 SGEMM that
-// oneDNN runs at 52 GFLOP/s timed at 0.7 there, and two such classes went to the OpenBLAS
-// instance, between oneDNN's calls: a step of the MLP's GEMMs took 58 ms instead of 38.) Sets
-// `row`'s trial to the measured choice and `incumbent` to home; false where it does not apply.
-// (The measured choice stands in the profile should the process end first: what `sol tune`, a
-// call per class, is for.)
+// another CPU backend is tried there in use against home (home's turn first), and goes there only
+// if its own calls, beside home's threads as the program keeps them busy, beat home's by 3 %. The
+// race charged it for switching between the two libraries' threads, but on few cores its figures
+// follow whichever pool spun last, the previous measurement's or a candidate's own: home's own
+// runs of a 1024x256x10 SGEMM that oneDNN runs at 52 GFLOP/s timed at 0.7, and two such classes
+// went to the OpenBLAS instance between oneDNN's calls (a step of the MLP's GEMMs from C took
+// 56-60 ms instead of 36-39). Sets `row`'s trial to the measured choice and `incumbent` to home;
+// false where it does not apply. (The measured choice stands in the profile should the process end
+// before the trial: what `sol tune`, a call per class, is for.)
 bool leaving_home(Executor& ex, const std::string& home, bool native_in, hal::profile::Row& row,
                   hal::Backend*& incumbent) {
   if (home.empty() || !row.trial.empty() || row.choice == home) return false;
