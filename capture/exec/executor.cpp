@@ -928,6 +928,7 @@ struct MemoEntry {
 constexpr size_t kMemoEntries = 8;
 SOL_TLS MemoEntry t_memo[kMemoEntries];
 SOL_TLS uint32_t t_memo_offer = 0;  // set by execute(): this thread's call stays native, as of then
+SOL_TLS bool t_judging = false;     // set by execute(): this thread's call was one of a class on trial
 
 MemoEntry& memo_entry(Sym s, const MemoKey& k) noexcept {
   const uint64_t mixed = k.a ^ k.b * 0x9e3779b97f4a7c15ull ^ k.c ^ static_cast<uint64_t>(s);
@@ -1066,6 +1067,7 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
     if (ex->measured && flops >= hal::Router::kMeasureFlops && ex->router.automatic(node, flops)) {
       const char* ran_on = nullptr;
       measured = measured_choice(*ex, node, flops, native, ran_on, err, checked, trial);
+      t_judging = trial != nullptr;
       if (ran_on) return ran_on;  // the class's first call, made while measuring
       // A class that stays native, the common case: straight there (the library checks arguments).
       if (measured && measured[0] == 'n' && std::strcmp(measured, "native") == 0 && node.native) {
@@ -1136,3 +1138,11 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
 }  // namespace
 
 }  // namespace sol::capture
+
+// For SOL's own tune driver (tools/tune/tune_driver.cpp): 1 while the class of this thread's last
+// BLAS call is being tried in use (its trial's turns want more of its calls), else 0. `sol tune`
+// calls a shape again until its class is decided, so that the profile holds what a trial in use
+// judged, not a race alone beside the previous shape's threads.
+extern "C" SOL_EXPORT int sol_tune_pending() noexcept {
+  return sol::capture::t_judging ? 1 : 0;
+}

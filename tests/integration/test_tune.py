@@ -889,9 +889,16 @@ def test_framework_workloads_under_auto_with_measurement(cache):
 
 def test_sol_tune_measures_ahead_and_shows_the_profile(cache):
     env = {"XDG_CACHE_HOME": cache, "SOL_TUNE": "1", **ONE_THREAD}
-    r = run([SOL, "tune", "--quick", "--time-limit", "60"], preload=False, env=env)
+    r = run([SOL, "tune", "--quick", "--time-limit", "60"], preload=False, env={**env, "SOL_LOG": "debug"})
     assert r.returncode == 0, r.stderr
     assert "sol: tune:" in r.stderr
+    # Each shape in a process of its own: its class measured alone, not beside the threads of the
+    # shapes before it; and a class tried in use called until its trial was over.
+    got = [m for m in map(MEASURED.match, r.stderr.splitlines()) if m]
+    assert got and all(m.group(6) is None for m in got), r.stderr
+    tried = set(re.findall(r"^sol: tried (\w+) in use for (.+?): ", r.stderr, re.M))
+    trying = set(re.findall(r"^sol: trying (\w+) in use for (.+?), between", r.stderr, re.M))
+    assert trying <= tried, (trying - tried, r.stderr)
     [path] = profiles(cache)
     assert path in r.stdout
     measured_rows = rows(path)

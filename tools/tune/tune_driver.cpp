@@ -2,15 +2,23 @@
 // standard set, under libsol with auto measuring (`sol tune` starts it so). Every first call of a
 // shape class makes libsol measure the candidates and record the fastest in this machine's
 // profile; this program only makes the calls, in the order of their cost, until a time limit.
+// Each shape runs in a child process of its own (this program with --one INDEX), its class the
+// process's first, measured alone. A class whose measurement libsol then tries in use (a
+// candidate's calls between two turns of another's) gets the shape's calls again until the trial
+// is over (libsol's sol_tune_pending()), up to kJudgingSeconds: the profile then holds what was
+// judged in use, not only the race on copies.
 //
-//   sol-tune-driver [--library L] [--time-limit SECONDS] [--quick]
+//   sol-tune-driver [--library L] [--time-limit SECONDS] [--quick] [--one INDEX]
 //
 // Calls go through the global symbol table (dlsym(RTLD_DEFAULT)), so they reach libsol's
 // wrappers first, exactly as a program linked to the library does.
 #include <dlfcn.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +27,11 @@
 #include <vector>
 
 namespace {
+
+// Seconds of calls per shape at most while its class is on trial: a trial of a small shape takes
+// about 0.5 s (turns of at least three calls, OpenBLAS's workers' spin waited out); one of three
+// calls a turn of a 4096^3 GEMM may take longer, and the race's choice then stands.
+constexpr double kJudgingSeconds = 3;
 
 using sgemm_t = void (*)(const char*, const char*, const int*, const int*, const int*, const float*, const float*,
                          const int*, const float*, const int*, const float*, float*, const int*, size_t, size_t);
@@ -98,45 +111,114 @@ void run(const Shape& s, void* fn) {
   }
 }
 
+// One shape's calls, in this process: again while libsol tries its class in use, up to
+// kJudgingSeconds. Returns how many calls it made.
+int call_shape(const Shape& s, void* const fns[4], int (*pending)()) {
+  void* fn = fns[(s.routine == 'v' ? 2 : 0) + (s.dbl ? 1 : 0)];
+  const auto from = std::chrono::steady_clock::now();
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+  };
+  int calls = 0;
+  do {
+    if (s.dbl)
+      run<double>(s, fn);
+    else
+      run<float>(s, fn);
+    ++calls;
+  } while (pending && pending() && seconds() < kJudgingSeconds);
+  return calls;
+}
+
+// Runs this program again for shape `index` alone (--one): its class is then the process's first,
+// measured alone and tried in use alone, as in a program whose work is that shape, instead of beside
+// the threads of the shapes before it, whose pools on few cores still spin (oneDNN's 64^3 SGEMM
+// charged to 0.1 GFLOP/s there, where it runs at 40). false when it could not start one.
+bool in_own_process(size_t index, const std::string& library, bool quick, int& status) {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return false;
+  self[n] = '\0';
+  std::string one = std::to_string(index);
+  std::vector<char*> args = {self, const_cast<char*>("--library"), const_cast<char*>(library.c_str()),
+                             const_cast<char*>("--one"), one.data()};
+  if (quick) args.push_back(const_cast<char*>("--quick"));
+  args.push_back(nullptr);
+  pid_t pid;
+  if (::posix_spawn(&pid, self, nullptr, nullptr, args.data(), environ) != 0) return false;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return false;
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string library = "libblas.so.3";
   double limit = 60;
   bool quick = false;
+  long one = -1;  // --one INDEX: that shape alone (a child of the run below)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--library" && i + 1 < argc) library = argv[++i];
     else if (a == "--time-limit" && i + 1 < argc) limit = std::atof(argv[++i]);
     else if (a == "--quick") quick = true;
+    else if (a == "--one" && i + 1 < argc)
+      one = std::atol(argv[++i]);
     else {
       std::fprintf(stderr, "sol: tune driver: unknown argument '%s'\n", a.c_str());
       return 2;
     }
   }
-  if (!dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
-    std::fprintf(stderr, "sol: tune: cannot open %s: %s\n", library.c_str(), dlerror());
-    return 1;
-  }
-  void* fns[4] = {dlsym(RTLD_DEFAULT, "sgemm_"), dlsym(RTLD_DEFAULT, "dgemm_"), dlsym(RTLD_DEFAULT, "sgemv_"),
-                  dlsym(RTLD_DEFAULT, "dgemv_")};
-  for (void* f : fns)
-    if (!f) {
-      std::fprintf(stderr, "sol: tune: %s lacks sgemm_/dgemm_/sgemv_/dgemv_\n", library.c_str());
-      return 1;
-    }
   const std::vector<Shape> shapes = standard_set(quick);
   const bool tty = ::isatty(2);
+  void* fns[4] = {};
+  int (*pending)() = nullptr;
+  // The library's routines, for the shapes called here: all of them, or --one's (and every shape
+  // whose process could not be started).
+  auto bind = [&] {
+    if (fns[0]) return true;
+    if (!dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+      std::fprintf(stderr, "sol: tune: cannot open %s: %s\n", library.c_str(), dlerror());
+      return false;
+    }
+    const char* names[4] = {"sgemm_", "dgemm_", "sgemv_", "dgemv_"};
+    for (int i = 0; i < 4; ++i)
+      if (!(fns[i] = dlsym(RTLD_DEFAULT, names[i]))) {
+        std::fprintf(stderr, "sol: tune: %s lacks sgemm_/dgemm_/sgemv_/dgemv_\n", library.c_str());
+        fns[0] = nullptr;
+        return false;
+      }
+    // libsol's, when it is preloaded (`sol tune` does): whether the last call's class is on trial.
+    pending = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "sol_tune_pending"));
+    return true;
+  };
+  if (one >= 0) {
+    if (static_cast<size_t>(one) >= shapes.size() || !bind()) return 2;
+    const Shape& s = shapes[static_cast<size_t>(one)];
+    const auto t0 = std::chrono::steady_clock::now();
+    const int calls = call_shape(s, fns, pending);
+    if (calls > 1 && !tty)
+      std::fprintf(stderr, "sol: tune: %s judged in use over %d calls (%.1f s)\n", s.text().c_str(), calls,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return 0;
+  }
+  // The library must open here too: a failure is said once, before any shape.
+  if (!bind()) return 1;
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   size_t done = 0;
-  for (const Shape& s : shapes) {
+  for (size_t i = 0; i < shapes.size(); ++i) {
     if (elapsed() > limit) break;
+    const Shape& s = shapes[i];
     std::fprintf(stderr, tty ? "\rsol: tune: [%zu/%zu] %-28s %6.1f s" : "sol: tune: [%zu/%zu] %s (%.1f s)\n",
                  done + 1, shapes.size(), s.text().c_str(), elapsed());
-    void* fn = fns[(s.routine == 'v' ? 2 : 0) + (s.dbl ? 1 : 0)];
-    if (s.dbl) run<double>(s, fn);
-    else run<float>(s, fn);
+    int status = 0;
+    if (!in_own_process(i, library, quick, status))
+      call_shape(s, fns, pending);
+    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      std::fprintf(stderr, "%ssol: tune: %s ended abnormally (status %d); going on\n", tty ? "\n" : "",
+                   s.text().c_str(), status);
     ++done;
   }
   if (tty) std::fputc('\n', stderr);
