@@ -133,7 +133,7 @@ int call_shape(const Shape& s, void* const fns[4], int (*pending)()) {
 // Runs this program again for shape `index` alone (--one): its class is then the process's first,
 // measured alone and tried in use alone, as in a program whose work is that shape, instead of beside
 // the threads of the shapes before it, whose pools on few cores still spin (oneDNN's 64^3 SGEMM
-// charged to 0.1 GFLOP/s there, where it runs at 40). false when it could not start one.
+// charged to 0.0-0.2 GFLOP/s there, where it runs at 57-60). false when it could not start one.
 bool in_own_process(size_t index, const std::string& library, bool quick, int& status) {
   char self[4096];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
@@ -216,9 +216,12 @@ int main(int argc, char** argv) {
     int status = 0;
     if (!in_own_process(i, library, quick, status))
       call_shape(s, fns, pending);
-    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      std::fprintf(stderr, "%ssol: tune: %s ended abnormally (status %d); going on\n", tty ? "\n" : "",
-                   s.text().c_str(), status);
+    else if (WIFSIGNALED(status))
+      std::fprintf(stderr, "%ssol: tune: %s: killed by signal %d; going on\n", tty ? "\n" : "",
+                   s.text().c_str(), WTERMSIG(status));
+    else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+      std::fprintf(stderr, "%ssol: tune: %s: exit status %d; going on\n", tty ? "\n" : "", s.text().c_str(),
+                   WEXITSTATUS(status));
     ++done;
   }
   if (tty) std::fputc('\n', stderr);
