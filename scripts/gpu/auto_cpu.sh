@@ -10,12 +10,14 @@
 # each backend took to set up). Then the race and the trial of a 256^3 NN SGEMM in AUTO_TRIALS
 # (6) fresh processes ($OUT/trials.txt). Then the PyTorch MLP's GEMMs from C (bench/auto_mlp.py --c-only:
 # bench_mlp_gemms natively on the misdetected library, natively with the kernels `sol backends`
-# names, and under auto; $OUT/mlp_gemms.txt; AUTO_MLP=0 leaves it out), then the sweep. Not among
+# names, and under auto; $OUT/mlp_gemms.txt; AUTO_MLP=0 leaves it out), after `sol tune --quick`
+# and its profile ($OUT/tune.txt; AUTO_TUNE=0 leaves it out), then the sweep. Not among
 # run_all.sh's default parts (PARTS=auto_cpu).
 #
 # Run from the repository root:
 #   SOL_BUILD=<dir with libsol.so, sol, bench/bench_gemm> OUT=<log dir> [AUTO_SIZES=64,256,1024]
-#   [AUTO_TRANS=NN,TN] [AUTO_TYPES=s,d] [AUTO_TRIALS=6] [AUTO_MLP=0] [AUTO_SWEEP=0: no sweep, about 40 s]
+#   [AUTO_TRANS=NN,TN] [AUTO_TYPES=s,d] [AUTO_TRIALS=6] [AUTO_TUNE=0] [AUTO_MLP=0]
+#   [AUTO_SWEEP=0: no sweep, about 50 s]
 #   scripts/gpu/auto_cpu.sh
 set -u
 : "${SOL_BUILD:?set SOL_BUILD to the build directory}" "${OUT:?set OUT to a directory for logs}"
@@ -63,6 +65,13 @@ if [ "${AUTO_TRIALS:-6}" != 0 ]; then
       grep -E '^sol: (measured|tried) ' "$tmp/trial.log" | cut -c1-260
     done
   } 2>&1 | tee "$out/trials.txt"
+fi
+# `sol tune --quick` from a fresh profile: each shape's class measured alone and tried in use in
+# a process of its own, then the profile ($OUT/tune.txt; AUTO_TUNE=0 leaves it out).
+if [ "${AUTO_TUNE:-1}" != 0 ]; then
+  rm -rf "$tmp/tune"
+  { XDG_CACHE_HOME="$tmp/tune" "$build/sol" tune --quick --time-limit 60 2>&1 | grep -E 'judged|shapes|stopped|sol: '
+    XDG_CACHE_HOME="$tmp/tune" "$build/sol" tune --show 2>&1; } | tee "$out/tune.txt" | tail -20
 fi
 if [ "${AUTO_MLP:-1}" != 0 ]; then
   # The kernels `sol backends` says would fit ("set OPENBLAS_CORETYPE=SkylakeX ..."), if any.

@@ -11,6 +11,7 @@ out=$root/.gpu/build
 rm -rf "$out"
 mkdir -p "$out/tests/unit/cuda" "$out/tests/unit/dnn" "$out/bench"
 cp "$build/libsol.so" "$build/sol" "$out/"
+[ -x "$build/sol-tune-driver" ] && cp "$build/sol-tune-driver" "$out/"
 cp -r "$build/tests/programs" "$out/tests/"
 find "$out/tests/programs" -name CMakeFiles -prune -exec rm -rf {} +
 rm -f "$out/tests/programs/"*.cmake "$out/tests/programs/Makefile"
