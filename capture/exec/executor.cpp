@@ -482,8 +482,9 @@ bool leaving_home(Executor& ex, const std::string& home, bool native_in, hal::pr
   if (home.empty() || !row.trial.empty() || row.choice == home) return false;
   hal::Backend* chosen = ex.registry.get(row.choice);
   if (!chosen || chosen->accelerator()) return false;
-  hal::Backend* h = home == "native" ? nullptr : ex.registry.get(home);
-  if (h ? h->accelerator() : !(home == "native" && native_in)) return false;
+  const bool home_native = home == "native";  // home's calls are the program's own library's
+  hal::Backend* h = home_native ? nullptr : ex.registry.get(home);
+  if (home_native ? !native_in : !h || h->accelerator()) return false;
   bool measured = false;  // home was in the race (it may have declined the class)
   for (const auto& r : row.rates) measured |= r.candidate == home;
   if (!measured) return false;
