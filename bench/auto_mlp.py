@@ -24,7 +24,6 @@ measuring happens in the loop); auto >= 2.5x faster than native
 when native is misdetected; no slower than native when it is not (>= 0.98).
 Runs alternate and the best of each is kept.
 """
-import glob
 import os
 import re
 import shutil
@@ -100,18 +99,15 @@ def mixed(cache):
     print("  auto / native: %.2fx (target >= 0.95): %s" % (ratio, "PASS" if ratio >= 0.95 else "FAIL"))
 
 
-def profile_choices(cache):
-    """How many classes the profile in `cache` sends to each place: "onednn 8", "openblas 5 onednn 3"."""
-    last = {}  # class -> its latest row's choice (the file appends a row per record)
-    for path in glob.glob(os.path.join(cache, "sol", "profile-*.tsv")):
-        with open(path) as f:
-            for line in f:
-                cols = line.rstrip("\n").split("\t")
-                if cols[0] == "row" and len(cols) > 5:
-                    last[cols[2]] = cols[5]
+def profile_choices(env):
+    """How many classes the profile of a run in `env` sends to each place, as `sol tune --show` reads
+    it (the same environment: the profile is keyed by it): "onednn 8", "openblas 5 onednn 3"."""
+    import json
+    out = subprocess.run([os.path.join(BUILD, "sol"), "tune", "--show", "--format", "json"], env=env,
+                         capture_output=True, text=True).stdout
     counts = {}
-    for choice in last.values():
-        counts[choice] = counts.get(choice, 0) + 1
+    for row in json.loads(out or "{}").get("rows", []):
+        counts[row["choice"]] = counts.get(row["choice"], 0) + 1
     return " ".join("%s %d" % (c, n) for c, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "none"
 
 
@@ -140,7 +136,7 @@ def step_gemms(cache):
             whole[v] = min(whole.get(v, 1e9), first + (steps - 1) * rest)
             later[v] = min(later.get(v, 1e9), rest)
             if v == "profiled":
-                outcomes.append((rest, profile_choices(cache)))
+                outcomes.append((rest, profile_choices(e)))
     print("The loop's GEMMs from C (bench_mlp_gemms, %d steps of eight SGEMMs), OpenBLAS misdetected (%s): "
           "ms for the %d steps (a later step)" % (steps, "as it loads here; right: OPENBLAS_CORETYPE=%s" % BEST_CORE
                                                   if BEST_CORE else "OPENBLAS_CORETYPE=Prescott; right: as it detects "
