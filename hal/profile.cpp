@@ -511,7 +511,7 @@ void Profile::unrouted(int native, uint64_t key) noexcept {
   }
 }
 
-void Profile::record(int native, Row row, const char* counts_as) {
+void Profile::record(int native, Row row) {
   Slot* s = find(slot_key(native, row.key), true);
   std::lock_guard<std::mutex> lock(mu_);
   row.native = natives_[native];
@@ -530,7 +530,7 @@ void Profile::record(int native, Row row, const char* counts_as) {
     if (d > 0) weight *= static_cast<double>(d);
   std::string before = home_locked(native);
   if (before.empty()) before = "native";  // the program's first calls were its library's
-  recorded_[{native, row.key}] = {counts_as ? std::string(counts_as) : row.choice, weight};
+  recorded_[{native, row.key}] = {row.choice, weight};
   const std::string after = home_locked(native);
   // The program's calls now mostly run elsewhere: the classes measured beside the former home's
   // threads that went to neither are measured again, beside the new home's, once each (their

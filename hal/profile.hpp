@@ -143,10 +143,7 @@ class Profile {
   // Stores a measurement (the caller's claim) and writes it to the file. A class judged again
   // (kJudgeAgain) is stored with the earlier processes' figures: each candidate's best rate, the
   // choice the best of them unless this process's is within 3 % of it.
-  // `counts_as`: where home() counts the class meanwhile, when not its choice (a class tried in
-  // use against home stays home's until its trial ends; its measured choice stands in the file
-  // should the process end first).
-  void record(int native, Row row, const char* counts_as = nullptr);
+  void record(int native, Row row);
   // The row that earlier processes left for a class this process judges again (kJudgeAgain).
   bool earlier(int native, uint64_t key, Row& out);
   // Routes a class this process was to judge again by the earlier processes' row, as it stands:

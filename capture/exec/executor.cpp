@@ -474,9 +474,11 @@ const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key
 // follow whichever pool spun last, the previous measurement's or a candidate's own: home's own
 // runs of a 1024x256x10 SGEMM that oneDNN runs at 52 GFLOP/s timed at 0.7, and two such classes
 // went to the OpenBLAS instance between oneDNN's calls (a step of the MLP's GEMMs from C took
-// 56-60 ms instead of 36-39). Sets `row`'s trial to the measured choice and `incumbent` to home;
-// false where it does not apply. (The measured choice stands in the profile should the process end
-// before the trial: what `sol tune`, a call per class, is for.)
+// 56-60 ms instead of 36-39). Sets `row`'s trial to the measured choice, and its choice and
+// `incumbent` to home; false where it does not apply. Home is the class's choice until the trial
+// ends: a process that ends first leaves it there in the profile, rates as measured (the next
+// process routes it home from its first call; one whose rates are close judges it again), rather
+// than a choice that would make the next run mixed before any call of it was timed in use.
 bool leaving_home(Executor& ex, const std::string& home, bool native_in, hal::profile::Row& row,
                   hal::Backend*& incumbent) {
   if (home.empty() || !row.trial.empty() || row.choice == home) return false;
@@ -489,6 +491,7 @@ bool leaving_home(Executor& ex, const std::string& home, bool native_in, hal::pr
   for (const auto& r : row.rates) measured |= r.candidate == home;
   if (!measured) return false;
   row.trial = row.choice;
+  row.choice = home;
   incumbent = h;
   return true;
 }
@@ -656,10 +659,10 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
               hal::profile::class_text(key).c_str(), incumbent_name.c_str(),
               leaves_home ? "measured away from the threads most of the program's calls run on"
                           : "measured beside each other's threads");
-      // The measured choice is recorded first: it stands if the process ends before the trial.
-      // One that would leave home counts as home's meanwhile: the classes measured during its
+      // The choice is recorded first: it stands if the process ends before the trial. One that
+      // would leave home stays home's meanwhile (leaving_home()): the classes measured during its
       // trial are measured beside the threads the program's calls run on.
-      prof.record(native, row, leaves_home ? home.c_str() : nullptr);
+      prof.record(native, row);
       // This call, when nobody made it while measuring, and the next go to the incumbent: its
       // first turn, this call included. (Not a call of another class on the incumbent's threads,
       // which would count the candidate's calls as settled from the first, beside those threads

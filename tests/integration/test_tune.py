@@ -4,6 +4,7 @@ native warning, and that measuring never touches the caller's memory.
 Decisions are tested, never figures: which candidate auto avoids when one is made slow, that it
 leaves a misdetected native library, that a second process does not measure again."""
 import glob
+import json
 import os
 import re
 import shutil
@@ -618,6 +619,40 @@ def test_a_class_measured_away_from_home_is_tried_in_use_against_home(cache):
         assert row[5] == kept, (knobs, row)
         # No measuring again beside home's threads: the class was measured there.
         assert "measuring gemm f32" not in r.stderr, r.stderr
+
+
+def test_a_class_whose_trial_against_home_is_unfinished_stays_home(cache, tmp_path):
+    """A process that ends while a class measured away from home is on trial against home leaves
+    the class on home in the profile, the race's rates as they were: the next run routes it home
+    from its first call, rather than starting mixed on a choice no call of it confirmed in use.
+    One round of home_and_away: the DGEMM makes the OpenBLAS instance home (Prescott kernels leave
+    native out), the SGEMM class's race finds oneDNN faster (the instance slowed on the copies),
+    and the program ends at the trial's first turn."""
+    def judge(r):
+        raced = [choice for (cls, sym), (rates, choice) in measured(r.stderr).items() if sym == "sgemm_"]
+        return raced == ["onednn"]
+
+    knobs = dict(SOL_TEST_SLOW="openblas:measured", OPENBLAS_CORETYPE="Prescott")
+    r, _ = undisturbed(cache, judge, "the SGEMM class's race did not find oneDNN faster", "home_and_away", 256, 128,
+                       0, **knobs)
+    assert re.search(r"^sol: trying onednn in use for gemm f32 .*: measured away from the threads", r.stderr,
+                     re.M), r.stderr
+    assert "sol: tried onednn in use" not in r.stderr, r.stderr  # ended at the incumbent's first turn
+    [row] = [x for x in rows(profiles(cache)[0]) if " f32 " in x[3]]
+    assert row[5] == "openblas", row
+    rates = dict(x.split("=") for x in row[7:])
+    assert float(rates["onednn"]) > float(rates["openblas"]), row  # the race's figures, as measured
+    # The next process: no measuring; the SGEMM class's first call runs on home (or, judged again
+    # for close rates, home's turn comes first), as its DGEMM does.
+    trace = tmp_path / "trace"
+    again = auto(cache, "home_and_away", 256, 128, 0, SOL_TRACE="1", SOL_TRACE_DIR=str(trace), **knobs)
+    assert again.returncode == 0, again.stderr
+    assert not measured(again.stderr), again.stderr
+    served = {}
+    for p in glob.glob(str(trace / "**" / "sol-*.summary.json"), recursive=True):
+        for o in json.load(open(p))["ops"]:
+            served[(o["symbol"], o["backend"])] = served.get((o["symbol"], o["backend"]), 0) + o["calls"]
+    assert served == {("dgemm_", "openblas"): 1, ("sgemm_", "openblas"): 1}, (served, again.stderr)
 
 
 def warmed_classes(stderr):
