@@ -78,6 +78,17 @@ struct Trial {
   // The class was measured in a mixed program, beside home's threads, and left them: the incumbent
   // is home (leaving_home()).
   bool from_home = false;
+  double flops = 0;  // of the call that opened the trial (the class's calls are alike)
+  // The program's steps: from each call of the class to its next in the same turn, none that saw a
+  // measurement begin or end (Executor::measurements), in the incumbent's turns ([0]) and the
+  // candidate's ([1]), the latest kSteps of each; the candidate's from its settled calls on. In a
+  // loop that is an iteration of it, whatever else it calls: a class whose own calls win may still
+  // slow the program's others (observe_trial()).
+  static constexpr int kSteps = 64;
+  uint64_t steps[2][kSteps] = {};
+  int step_count[2] = {0, 0};  // how many were taken (the latest kSteps kept)
+  uint64_t last_ns = 0, last_measurements = 0;
+  int last_phase = -1;
   const char* incumbent_name() const noexcept { return incumbent ? incumbent->name() : "native"; }
   const char* candidate_name() const noexcept { return backend ? backend->name() : "native"; }
   // How long the candidate's (the incumbent's) workers spin after its last call. Native's, as
@@ -126,6 +137,9 @@ struct Executor {
   // of another class since (incumbent_beside): the program keeps the incumbent's threads busy, and
   // the candidate's calls in use are beside them from the first, quiet or not.
   std::atomic<bool> trial_open{false}, incumbent_beside{false};
+  // Counts the races begun and ended (measured_choice()): a trial's step that saw one is not
+  // a step of the program as it runs (Trial::steps).
+  std::atomic<uint64_t> measurements{0};
   std::atomic<const hal::Backend*> trial_incumbent{nullptr};
   void note_beside(const hal::Backend* ran) noexcept {
     if (SOL_UNLIKELY(trial_open.load(std::memory_order_relaxed)) &&
@@ -408,10 +422,11 @@ struct CallOn {
 // call at hand on: the incumbent's turn comes first. `row`: the class's measurement, its choice
 // standing until the trial ends.
 Trial* open_trial(Executor& ex, int native, uint64_t key, hal::profile::Row row, hal::Backend* candidate,
-                  hal::Backend* incumbent, double incumbent_gflops, bool from_home = false) {
+                  hal::Backend* incumbent, double incumbent_gflops, double flops, bool from_home = false) {
   auto t =
       std::make_unique<Trial>(Trial{native, key, std::move(row), candidate, incumbent, incumbent_gflops, 0});
   t->from_home = from_home;
+  t->flops = flops;
   t->incumbent_until_ns = monotonic_ns() + std::max(kIncumbentTurnNs, t->candidate_spins_ns());
   std::lock_guard<std::mutex> lock(ex.trials_mu);
   ex.trials.push_back(std::move(t));
@@ -459,7 +474,7 @@ const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key
             other.c_str(), hal::profile::class_text(key).c_str(), row.choice.c_str(),
             hal::profile::kJudgeAgainRates, row.judged, row.judged == 1 ? "" : "es");
     prof.judging(native, key);
-    trial = open_trial(ex, native, key, std::move(row), candidate, incumbent, 0);
+    trial = open_trial(ex, native, key, std::move(row), candidate, incumbent, 0, blas::flops(node));
     return trial->incumbent_name();
   } catch (...) {
     prof.release(native, key);
@@ -599,6 +614,7 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     // A backend still setting up would be timed on its set-up, and slow the others (native's call
     // too: beside a busy core, or on its own set-up when it is that backend's library, as the
     // program's dnnl_sgemm is oneDNN's).
+    ex.measurements.fetch_add(1, std::memory_order_relaxed);
     warm_up::settle();
     double native_seconds = -1;
     if (native_in) {
@@ -615,6 +631,7 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     const char* made_call = nullptr;
     const bool measured =
         measure::run(node, flops, candidates, native_seconds, home.empty() ? nullptr : home.c_str(), row, made_call);
+    ex.measurements.fetch_add(1, std::memory_order_relaxed);
     if (made_call) ran_on = made_call;
     if (!measured) {
       prof.release(native, key);
@@ -668,7 +685,7 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       // which would count the candidate's calls as settled from the first, beside those threads
       // still spinning from this one: on a 16-core Xeon, oneDNN left after three calls at 339
       // GFLOP/s, against 490 for OpenBLAS's SkylakeX instance, where it runs at 1030.)
-      trial = open_trial(ex, native, key, std::move(row), b, incumbent, incumbent_gflops, leaves_home);
+      trial = open_trial(ex, native, key, std::move(row), b, incumbent, incumbent_gflops, flops, leaves_home);
       return ran_on || !incumbent ? nullptr : incumbent->name();
     }
     prof.record(native, row);
@@ -680,14 +697,38 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
   return chosen >= 0 ? prof.candidate_name(chosen) : nullptr;
 }
 
+// The median of `n` steps (n > 0), in ms.
+double median_ms(const uint64_t* steps, int n) {
+  uint64_t s[Trial::kSteps];
+  std::copy(steps, steps + n, s);
+  std::sort(s, s + n);
+  return (n % 2 ? static_cast<double>(s[n / 2]) : 0.5 * static_cast<double>(s[n / 2 - 1] + s[n / 2])) * 1e-6;
+}
+
 // One call of a class on trial, begun at `started_ns`, at `gflops` (< 0: the candidate declined
 // it), made by the incumbent in its turn. Once the three turns are over (or the candidate left
 // early), the class goes to the candidate if its best call beat the incumbent's best (measured or
-// in use) by 3 %.
+// in use) by 3 %, and the program's steps (Trial::steps) in its turn were not 2 % slower than in
+// the incumbent's. A call's own time misses what the switch costs the program's other calls: in
+// the MLP's GEMMs from C (Prescott kernels, the OpenBLAS instance home), two 1024x256x10 classes
+// beat the instance on oneDNN at their best (45 GFLOP/s against 20), but half their calls there
+// took 3-8 ms beside the instance's spinning workers instead of 0.15, and the instance's next
+// calls slowed by a third: a step took 44 ms instead of 36. Such a candidate is charged the steps'
+// difference, in the incumbent's time, as its rate in the profile.
 void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent, uint64_t started_ns) noexcept {
   std::lock_guard<std::mutex> lock(ex.trials_mu);
   if (t.done || by_incumbent != t.incumbent_turn) return;
   const uint64_t now = monotonic_ns();
+  const uint64_t measurements = ex.measurements.load(std::memory_order_relaxed);
+  const bool settled =
+      by_incumbent || t.last_ns >= t.quiet_from_ns || ex.incumbent_beside.load(std::memory_order_relaxed);
+  if (t.last_phase == t.phase && t.last_measurements == measurements && started_ns > t.last_ns && settled) {
+    int& n = t.step_count[by_incumbent ? 0 : 1];
+    t.steps[by_incumbent ? 0 : 1][n++ % Trial::kSteps] = started_ns - t.last_ns;
+  }
+  t.last_phase = t.phase;
+  t.last_ns = started_ns;
+  t.last_measurements = measurements;
   if (by_incumbent) {
     if (gflops > t.incumbent_gflops) t.incumbent_gflops = gflops;
     ++t.incumbent_calls;
@@ -731,10 +772,25 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent, uin
   bool open = false;
   for (const auto& other : ex.trials) open = open || !other->done;
   ex.trial_open.store(open, std::memory_order_relaxed);
-  const bool wins = gflops >= 0 && t.best_gflops > 1.03 * t.incumbent_gflops;
+  bool wins = gflops >= 0 && t.best_gflops > 1.03 * t.incumbent_gflops;
+  // The program's steps, where both turns had some: the candidate's turn 2 % slower loses, and is
+  // charged the difference (below the incumbent's rate).
+  char steps[96] = "";
+  double candidate_gflops = t.best_gflops;
+  if (t.step_count[0] > 0 && t.step_count[1] > 0) {
+    const double home_ms = median_ms(t.steps[0], std::min(t.step_count[0], Trial::kSteps));
+    const double away_ms = median_ms(t.steps[1], std::min(t.step_count[1], Trial::kSteps));
+    std::snprintf(steps, sizeof steps, "; a call every %.2f ms, %.2f on %s", away_ms, home_ms,
+                  t.incumbent_name());
+    if (away_ms > 1.02 * home_ms && t.flops > 0 && t.incumbent_gflops > 0) {
+      wins = false;
+      const double own_ms = t.flops / t.incumbent_gflops * 1e-6;
+      candidate_gflops = std::min(t.best_gflops, t.flops / (own_ms + away_ms - home_ms) * 1e-6);
+    }
+  }
   try {
     for (auto& r : t.row.rates) {
-      if (r.candidate == t.candidate_name()) r.gflops = t.best_gflops;
+      if (r.candidate == t.candidate_name()) r.gflops = candidate_gflops;
       if (r.candidate == t.incumbent_name()) r.gflops = t.incumbent_gflops;
     }
     t.row.choice = wins ? t.candidate_name() : t.incumbent_name();
@@ -743,18 +799,21 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent, uin
     // mostly run; a trial that ends away from there is measured again beside those threads.
     const std::string home = ex.profile.home(t.native, t.key);
     if (!t.from_home && !home.empty() && home != t.row.choice && ex.profile.measure_again(t.native, t.key)) {
-      SOL_LOG(debug,
-              "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns; measuring it "
-              "again beside %s's threads",
-              t.candidate_name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls,
-              t.incumbent_name(), t.incumbent_gflops, t.incumbent_calls, t.phase == 2 ? 2 : 1, home.c_str());
+      SOL_LOG(
+          debug,
+          "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns%s; measuring it "
+          "again beside %s's threads",
+          t.candidate_name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls,
+          t.incumbent_name(), t.incumbent_gflops, t.incumbent_calls, t.phase == 2 ? 2 : 1, steps,
+          home.c_str());
       return;
     }
-    SOL_LOG(debug,
-            "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns; auto takes %s",
-            t.candidate_name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls,
-            t.incumbent_name(), t.incumbent_gflops, t.incumbent_calls, t.phase == 2 ? 2 : 1,
-            t.row.choice.c_str());
+    SOL_LOG(
+        debug,
+        "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns%s; auto takes %s",
+        t.candidate_name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls,
+        t.incumbent_name(), t.incumbent_gflops, t.incumbent_calls, t.phase == 2 ? 2 : 1, steps,
+        t.row.choice.c_str());
     ex.profile.record(t.native, t.row);
   } catch (...) {
     ex.profile.release(t.native, t.key);

@@ -24,11 +24,12 @@ namespace {
 // native call after it ("name:after"), itself only while measured ("name:measured"), only in use
 // ("name:inuse": the program's calls, a trial's included), its first timed run of a class
 // ("name:once"), its calls begun while native's workers would still spin from native's last call
-// in a trial ("name:beside"), or native's calls until a trial's first turn of native's ends
+// in a trial ("name:beside"), the program's next call in the same thread when another backend
+// makes it ("name:switch", in use), or native's calls until a trial's first turn of native's ends
 // ("native:spell"). Knobs of other code ("opencl:startup") are left to it.
 struct SlowKnob {
   char backend[32] = "";
-  bool after = false, measured_only = false, in_use = false, once = false, beside = false;
+  bool after = false, measured_only = false, in_use = false, once = false, beside = false, switch_ = false;
 };
 struct SlowKnobs {
   SlowKnob knobs[4];
@@ -54,8 +55,9 @@ const SlowKnobs& slow_knobs() noexcept {
       k.in_use = std::strcmp(how, "inuse") == 0;
       k.once = std::strcmp(how, "once") == 0;
       k.beside = std::strcmp(how, "beside") == 0;
+      k.switch_ = std::strcmp(how, "switch") == 0;
       if (std::strcmp(k.backend, "native") == 0 && std::strcmp(how, "spell") == 0) ks.spell = true;
-      else if (!*how || k.after || k.measured_only || k.in_use || k.once || k.beside)
+      else if (!*how || k.after || k.measured_only || k.in_use || k.once || k.beside || k.switch_)
         ks.knobs[ks.count++] = k;
       p = end ? end + 1 : nullptr;
     }
@@ -64,6 +66,7 @@ const SlowKnobs& slow_knobs() noexcept {
   return knobs;
 }
 thread_local bool t_native_owes = false;  // a "name:after" backend ran last in this thread
+thread_local const char* t_switched_from = nullptr;  // a "name:switch" backend ran last in use here
 std::atomic<bool> g_spell_over{false};    // "native:spell": a trial's first turn of native's ended
 thread_local bool t_measuring = false;    // this thread runs a measurement's race
 thread_local bool t_slowed_once = false;  // "name:once": this race slowed its first run already
@@ -80,11 +83,18 @@ void spin_for(uint64_t ns) noexcept {
 void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept {
   const SlowKnobs& knobs = slow_knobs();
   if (SOL_LIKELY(knobs.count == 0)) return;
+  if (!t_measuring) {  // "name:switch": this call follows one of that backend's, on another
+    if (t_switched_from && std::strcmp(t_switched_from, backend) != 0)
+      spin_for(9 * (monotonic_ns() - started_ns));
+    t_switched_from = nullptr;
+  }
   for (int i = 0; i < knobs.count; ++i) {  // a backend's knobs combine ("onednn:measured,onednn:beside")
     const SlowKnob& knob = knobs.knobs[i];
     if (std::strcmp(knob.backend, backend) != 0) continue;
     if (knob.after) {
       t_native_owes = true;
+    } else if (knob.switch_) {
+      if (!t_measuring) t_switched_from = knob.backend;
     } else if (knob.once) {
       if (t_measuring && !t_slowed_once) {
         t_slowed_once = true;

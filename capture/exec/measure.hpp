@@ -64,7 +64,10 @@ void warmed(const char* candidate, Op op, DType dtype) noexcept;
 // for that class does (oneDNN's: 200 times). SOL_TEST_SLOW=<backend>:beside makes its calls ten
 // times as long when they begin while native's workers would still spin (openblas_core::spin_ns)
 // after native's last call in a trial, as a team of threads beside OpenBLAS's spinning workers
-// runs on few cores (native_in_trial_ended()). SOL_TEST_SLOW=native:spell makes every native call
+// runs on few cores (native_in_trial_ended()). SOL_TEST_SLOW=<backend>:switch makes the program's
+// next call in the same thread take ten times as long when another backend makes it (in use, not
+// while measured), as a library whose threads keep the cores busy after it returns slows the next
+// call of the library the program's other calls run on. SOL_TEST_SLOW=native:spell makes every native call
 // that is timed (the program's measured call, native's runs on the copies, its calls in a trial's
 // turn) take 1.4 times as long until native_turn_over(), as in a spell of a shared machine's in
 // which the native library's threads run slow (at two thirds of their speed, seen).

@@ -409,7 +409,8 @@ def test_a_first_sample_slowed_by_set_up_is_taken_again(cache):
 
 
 TRIED = re.compile(r"^sol: tried (\w+) in use for (.+?): ([0-9.]+) GFLOP/s over (\d+) calls, "
-                   r"(\w+) ([0-9.]+) over (\d+) in ([12]) turns; auto takes (\w+)$")
+                   r"(\w+) ([0-9.]+) over (\d+) in ([12]) turns(?:; a call every [0-9.]+ ms, [0-9.]+ on \w+)?; "
+                   r"auto takes (\w+)$")
 
 
 def trials(stderr, against="native"):
@@ -620,6 +621,33 @@ def test_a_class_measured_away_from_home_is_tried_in_use_against_home(cache):
         # No measuring again beside home's threads: the class was measured there.
         assert "measuring gemm f32" not in r.stderr, r.stderr
 
+
+def test_a_class_whose_calls_win_but_slow_the_programs_steps_stays_home(cache):
+    """A trial judges the program's steps too (from each call of the class to its next, in each
+    turn): a class whose own calls win on another library, but whose switch to it slows the
+    program's other calls, stays where they run. In the MLP's GEMMs from C, two small classes beat
+    the OpenBLAS instance on oneDNN at their best, while a step took 44 ms instead of 36. Here the
+    instance is home (home_and_away, Prescott kernels) and slow (SOL_TEST_SLOW=openblas: oneDNN wins
+    the SGEMM class's race and its own calls in use by far); onednn:switch makes the DGEMM that
+    follows each of oneDNN's calls ten times as long, as a library whose threads keep the cores
+    busy after it returns does. The class stays home, oneDNN's rate charged what the steps lost."""
+    def judge(r):
+        raced = [choice for (cls, sym), (rates, choice) in measured(r.stderr).items() if sym == "sgemm_"]
+        return raced == ["onednn"]
+
+    r, _ = undisturbed(cache, judge, "the SGEMM class's race did not find oneDNN faster", "home_and_away", 256, 128,
+                       1.5, SOL_TEST_SLOW="openblas,onednn:switch", OPENBLAS_CORETYPE="Prescott")
+    tried = [t for t in trials(r.stderr, against="openblas") if t[0] == "onednn"]
+    assert len(tried) == 1, r.stderr
+    _, _, in_use, home_rate, choice = tried[0]
+    assert in_use > 1.03 * home_rate, r.stderr  # its own calls won
+    steps = re.search(r"^sol: tried onednn in use .*; a call every ([0-9.]+) ms, ([0-9.]+) on openblas; auto takes "
+                      r"openblas$", r.stderr, re.M)
+    assert steps and float(steps.group(1)) > 1.02 * float(steps.group(2)), r.stderr
+    [row] = [x for x in rows(profiles(cache)[0]) if " f32 " in x[3]]
+    assert row[5] == "openblas", row
+    rates = dict((k, float(v)) for k, v in (x.split("=") for x in row[7:]))
+    assert rates["onednn"] < rates["openblas"], row  # charged for the steps it cost
 
 def test_a_class_whose_trial_against_home_is_unfinished_stays_home(cache, tmp_path):
     """A process that ends while a class measured away from home is on trial against home leaves
