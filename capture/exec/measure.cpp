@@ -21,7 +21,8 @@ namespace sol::capture::measure {
 namespace {
 
 // SOL_TEST_SLOW's knobs, comma-separated, each a backend and how it is slow: itself ("name"), the
-// native call after it ("name:after"), itself only while measured ("name:measured"), only in use
+// native call after it ("name:after"), itself only while measured ("name:measured": the race's
+// runs, and the program's call when it makes it there as its first sample), only in use
 // ("name:inuse": the program's calls, a trial's included), its first timed run of a class
 // ("name:once"), its calls begun while native's workers would still spin from native's last call
 // in a trial ("name:beside"), the program's next call in the same thread when another backend
@@ -69,6 +70,8 @@ thread_local bool t_native_owes = false;  // a "name:after" backend ran last in 
 thread_local const char* t_switched_from = nullptr;  // a "name:switch" backend ran last in use here
 std::atomic<bool> g_spell_over{false};    // "native:spell": a trial's first turn of native's ended
 thread_local bool t_measuring = false;    // this thread runs a measurement's race
+thread_local bool t_race_call =
+    false;  // the program's call, made in a race by a candidate (its first sample)
 thread_local bool t_slowed_once = false;  // "name:once": this race slowed its first run already
 std::atomic<uint64_t> g_native_ended_ns{0};  // "name:beside": when native's last call in a trial ended
 
@@ -103,7 +106,7 @@ void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept {
     } else if (knob.beside) {
       const uint64_t ended = g_native_ended_ns.load(std::memory_order_relaxed);
       if (ended && started_ns < ended + openblas_core::spin_ns()) spin_for(9 * (monotonic_ns() - started_ns));
-    } else if (knob.in_use ? !t_measuring : !knob.measured_only || t_measuring) {
+    } else if (knob.in_use ? !t_measuring : !knob.measured_only || t_measuring || t_race_call) {
       spin_for(9 * (monotonic_ns() - started_ns));
     }
   }
@@ -308,7 +311,10 @@ class Race {
   double make_call(size_t i) {
     if (native_ < e_.size() || called_ < e_.size() || i >= e_.size() || e_[i].out || !c_[i].call_itself) return -1;
     const uint64_t t0 = monotonic_ns();
-    if (c_[i].call_itself() != hal::Reason::ok) {
+    t_race_call = true;
+    const hal::Reason r = c_[i].call_itself();
+    t_race_call = false;
+    if (r != hal::Reason::ok) {
       e_[i].out = true;  // routed calls would not go there either
       return -1;
     }

@@ -58,7 +58,8 @@ void warmed(const char* candidate, Op op, DType dtype) noexcept;
 // measured and routed runs alike; ignored unless the variable is set. SOL_TEST_SLOW=<backend>:after
 // instead makes the native call that follows it in the same thread (in a measurement) take ten
 // times as long, as a library whose threads keep the cores busy after it returns does;
-// SOL_TEST_SLOW=<backend>:measured slows it only while measured, as beside native's spinning
+// SOL_TEST_SLOW=<backend>:measured slows it only while measured (its runs in the race, and the
+// program's call when it makes it there, timed as its first sample), as beside native's spinning
 // threads, so that its trial in use (Row::trial) finds it fast; SOL_TEST_SLOW=<backend>:once
 // makes its first timed run of each measured class take fifty times as long, as a kernel compiled
 // for that class does (oneDNN's: 200 times). SOL_TEST_SLOW=<backend>:beside makes its calls ten

@@ -601,11 +601,11 @@ def test_a_class_measured_away_from_home_is_tried_in_use_against_home(cache):
     program's calls run on (home) stays on home until it beats home in use, beside home's threads:
     on few cores a race's figures depend on whichever pool spun last. Here the OpenBLAS instance
     takes the program's DGEMM, which oneDNN does not run (OPENBLAS_CORETYPE=Prescott leaves native
-    out), and so is home; the SGEMM class's race finds oneDNN faster, the instance's runs on the
-    copies slowed (SOL_TEST_SLOW=openblas:measured). With oneDNN slow in use (onednn:inuse) the
+    out), and so is home; the SGEMM class's race finds oneDNN faster, the instance slowed while
+    measured (SOL_TEST_SLOW=openblas:measured: its runs on the copies, and the class's first call,
+    which it makes in the race as its first sample). With oneDNN slow in use (onednn:inuse) the
     class stays on home; with the instance slow in use too (openblas), it goes to oneDNN."""
-    def judge(r):  # the race sent the class to oneDNN (home made the class's first call, timed as
-        # its first sample, unslowed: a oneDNN disturbed by load can still lose to it)
+    def judge(r):  # the race sent the class to oneDNN (load can disturb oneDNN's samples)
         raced = [choice for (cls, sym), (rates, choice) in measured(r.stderr).items() if sym == "sgemm_"]
         return raced == ["onednn"]
 
