@@ -671,6 +671,9 @@ def test_a_class_whose_trial_against_home_is_unfinished_stays_home(cache, tmp_pa
     assert row[5] == "openblas", row
     rates = dict(x.split("=") for x in row[7:])
     assert float(rates["onednn"]) > float(rates["openblas"]), row  # the race's figures, as measured
+    shown = run([SOL, "tune", "--show"], preload=False, env={"XDG_CACHE_HOME": cache, **ONE_THREAD, **knobs})
+    assert re.search(r"^  sgemm .* openblas\* +1$", shown.stdout, re.M), shown.stdout
+    assert "\n* where the program's other calls ran: " in shown.stdout, shown.stdout
     # The next process: no measuring; the SGEMM class's first call runs on home (or, judged again
     # for close rates, home's turn comes first), as its DGEMM does.
     trace = tmp_path / "trace"
@@ -972,7 +975,6 @@ def test_sol_tune_measures_ahead_and_shows_the_profile(cache):
     assert measured(again.stderr) == {} or all("transb=T" in c for c, _ in measured(again.stderr))
     shown = run([SOL, "tune", "--show", "--format", "json"], preload=False, env=env)
     assert shown.returncode == 0, shown.stderr
-    import json
     data = json.loads(shown.stdout)
     assert data["path"] == path and len(data["rows"]) == len(rows(path))
     for row in data["rows"]:
