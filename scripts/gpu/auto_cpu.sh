@@ -10,7 +10,8 @@
 # each backend took to set up). Then the race and the trial of a 256^3 NN SGEMM in AUTO_TRIALS
 # (6) fresh processes ($OUT/trials.txt). Then the PyTorch MLP's GEMMs from C (bench/auto_mlp.py --c-only:
 # bench_mlp_gemms natively on the misdetected library, natively with the kernels `sol backends`
-# names, and under auto; $OUT/mlp_gemms.txt; AUTO_MLP=0 leaves it out), after `sol tune --quick`
+# names, and under auto; $OUT/mlp_gemms.txt; each class's race and trial in two processes,
+# $OUT/mlp_trials.txt; AUTO_MLP=0 leaves both out), after `sol tune --quick`
 # and its profile ($OUT/tune.txt; AUTO_TUNE=0 leaves it out), then the sweep. Not among
 # run_all.sh's default parts (PARTS=auto_cpu).
 #
@@ -78,6 +79,18 @@ if [ "${AUTO_MLP:-1}" != 0 ]; then
   best=$(grep -o 'OPENBLAS_CORETYPE=[A-Za-z]*' "$out/backends.txt" | head -1 | cut -d= -f2)
   python3 "$root/bench/auto_mlp.py" "$build" --quick --c-only ${best:+--best-core "$best"} 2>&1 |
     tee "$out/mlp_gemms.txt"
+  # Two auto processes sharing a fresh profile: each class's race and trial in use (with the
+  # program's steps on each side), and where the classes went ($OUT/mlp_trials.txt).
+  {
+    echo "bench_mlp_gemms 20 under auto, two processes sharing a fresh profile: ms for the first step, then per later step"
+    rm -rf "$tmp/mlp"
+    for i in 1 2; do
+      echo "process $i: $(XDG_CACHE_HOME="$tmp/mlp" SOL_LOG=debug LD_PRELOAD="$build/libsol.so" \
+        "$build/bench/bench_mlp_gemms" 20 2>"$tmp/mlp.log" | cut -d' ' -f1,2)"
+      grep -E '^sol: (measured|tried) ' "$tmp/mlp.log" | cut -c1-300
+    done
+    XDG_CACHE_HOME="$tmp/mlp" "$build/sol" tune --show 2>&1
+  } 2>&1 | tee "$out/mlp_trials.txt" | grep -E '^process|\*'
 fi
 [ "${AUTO_SWEEP:-1}" = 0 ] && exit 0
 python3 "$root/bench/auto_sweep.py" "$build" --sizes "${AUTO_SIZES:-64,256,1024}" --trans "${AUTO_TRANS:-NN,TN}" \
