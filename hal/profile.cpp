@@ -188,18 +188,35 @@ int split_of(const Row& row) noexcept {
   return halves(dims[0], dims[1], dims[2]);
 }
 
-// Whether a later process judges a row's class again (kJudgeAgainRates).
+}  // namespace
+
+bool unconfirmed(const Row& row) noexcept {
+  double best = 0, chosen = 0;
+  for (const Rate& r : row.rates) {
+    best = std::max(best, r.gflops);
+    if (r.candidate == row.choice) chosen = r.gflops;
+  }
+  return 1.03 * chosen < best;
+}
+
+namespace {
+
+// Whether a later process judges a row's class again (kJudgeAgainRates, unconfirmed()).
 bool judged_close(const Row& row) noexcept {
   if (row.judged >= kJudges) return false;
   double best, second;
   best_two(row, best, second);
-  return second > 0 && best <= kJudgeAgainRates * second;
+  return (second > 0 && best <= kJudgeAgainRates * second) || unconfirmed(row);
 }
 
 // This process's row for a class judged before: each candidate at its best rate in any process,
 // and the choice the best of those unless this process's is within 3 % of it (its calls were
 // timed in use beside this program's other classes: the tie goes to what it saw).
 Row merged(const Row& before, Row now) {
+  if (unconfirmed(before)) {  // a race beside home's threads, which this process's trial judged
+    now.judged = before.judged + 1;
+    return now;
+  }
   for (const Rate& b : before.rates) {
     auto it = std::find_if(now.rates.begin(), now.rates.end(),
                            [&](const Rate& r) { return r.candidate == b.candidate; });

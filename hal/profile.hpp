@@ -63,6 +63,7 @@ inline constexpr int64_t kLargest = 4096;
 // A class whose best two candidates one process judged within kJudgeAgainRates of each other may
 // have been judged in a slow draw: the next processes that call it try the two in use again, up to
 // kJudges processes in all, and the class takes the candidate with the best rate any of them saw.
+// So is a class whose choice is unconfirmed() (below).
 inline constexpr double kJudgeAgainRates = 1.5;
 inline constexpr int kJudges = 3;
 
@@ -96,6 +97,12 @@ struct Row {
 std::string machine_fingerprint(const config::Config& cfg, const std::string& libsol = "");
 // The profile directory: tune.dir, else $XDG_CACHE_HOME/sol, else ~/.cache/sol.
 std::string profile_dir(const config::Config& cfg);
+
+// A row whose choice trails another candidate's rate by more than 3 %: a class that a race beside
+// home's threads sent elsewhere, kept on home because its process ended before the trial in use
+// against home did (capture/exec/executor.cpp, leaving_home()). The next processes judge it again
+// however far apart its rates (up to kJudges in all), and the trial's figures replace the race's.
+bool unconfirmed(const Row& row) noexcept;
 
 // What read_file saw of a file besides its rows.
 struct FileState {
@@ -142,7 +149,8 @@ class Profile {
   void release(int native, uint64_t key) noexcept;
   // Stores a measurement (the caller's claim) and writes it to the file. A class judged again
   // (kJudgeAgain) is stored with the earlier processes' figures: each candidate's best rate, the
-  // choice the best of them unless this process's is within 3 % of it.
+  // choice the best of them unless this process's is within 3 % of it; one whose earlier row was
+  // unconfirmed() with this process's figures alone.
   void record(int native, Row row);
   // The row that earlier processes left for a class this process judges again (kJudgeAgain).
   bool earlier(int native, uint64_t key, Row& out);

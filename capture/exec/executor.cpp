@@ -469,10 +469,18 @@ const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key
         other = r.candidate, candidate = b, best = r.gflops;
       }
     if (other.empty()) return prof.candidate_name(prof.keep_earlier(native, key));
-    SOL_LOG(debug,
-            "trying %s in use for %s, between two turns of %s's: judged within %.1fx by %d earlier process%s",
-            other.c_str(), hal::profile::class_text(key).c_str(), row.choice.c_str(),
-            hal::profile::kJudgeAgainRates, row.judged, row.judged == 1 ? "" : "es");
+    if (hal::profile::unconfirmed(row))
+      SOL_LOG(debug,
+              "trying %s in use for %s, between two turns of %s's: kept there by %d earlier process%s whose "
+              "trial did not end",
+              other.c_str(), hal::profile::class_text(key).c_str(), row.choice.c_str(), row.judged,
+              row.judged == 1 ? "" : "es");
+    else
+      SOL_LOG(
+          debug,
+          "trying %s in use for %s, between two turns of %s's: judged within %.1fx by %d earlier process%s",
+          other.c_str(), hal::profile::class_text(key).c_str(), row.choice.c_str(),
+          hal::profile::kJudgeAgainRates, row.judged, row.judged == 1 ? "" : "es");
     prof.judging(native, key);
     trial = open_trial(ex, native, key, std::move(row), candidate, incumbent, 0, blas::flops(node));
     return trial->incumbent_name();

@@ -114,17 +114,14 @@ int show(const config::Config& cfg, Format format) {
                   "choice", "processes");
     }
     std::string rates;
-    double best = 0, chosen = 0;
     for (const auto& rate : r.rates) {
       char b[64];
       std::snprintf(b, sizeof b, "%s%s %.1f", rates.empty() ? "" : ", ", rate.candidate.c_str(), rate.gflops);
       rates += b;
-      best = std::max(best, rate.gflops);
-      if (rate.candidate == r.choice) chosen = rate.gflops;
     }
     // Behind another candidate's rate: the program's home, kept while a trial in use against it
     // was still to end (a race beside home's threads is not taken at its word).
-    const bool behind = 1.03 * chosen < best;
+    const bool behind = profile::unconfirmed(r);
     kept = kept || behind;
     std::printf("  %-7s %-40s %-16s %-44s %-9s %d\n", routine_of(r.key).c_str(), shape_of(r.key).c_str(),
                 r.size.c_str(), rates.c_str(), (r.choice + (behind ? "*" : "")).c_str(), r.judged);
@@ -132,8 +129,9 @@ int show(const config::Config& cfg, Format format) {
   if (kept)
     std::printf(
         "\n* where the program's other calls ran: its race found another faster beside them, and the\n"
-        "  process ended before a trial in use could confirm it (the next process judges the class\n"
-        "  again when its rates are within 1.5x)\n");
+        "  process ended before a trial in use could confirm it (later processes try it there, until\n"
+        "  %d have judged the class)\n",
+        profile::kJudges);
   if (const int others = other_profiles(profile::profile_dir(cfg), prof.path()))
     std::printf("\n%d more profile(s) in %s belong to other machines, library builds or environments.\n", others,
                 profile::profile_dir(cfg).c_str());

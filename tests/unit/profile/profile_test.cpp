@@ -86,7 +86,12 @@ class ProfileFiles : public ::testing::Test {
     Row r;
     r.key = key;
     r.size = "1x1x1";
-    r.rates = {{"native", 1.0}, {"openblas", 2.0}, {"onednn", 4.0}};  // far apart: judged once
+    // Far apart, the choice the fastest (a choice behind another's rate is unconfirmed()): judged once.
+    r.rates = {{"native", 1.0}, {"openblas", 2.0}, {"onednn", 4.0}};
+    bool listed = false;
+    for (Rate& rate : r.rates)
+      if (rate.candidate == choice) rate.gflops = 8.0, listed = true;
+    if (!listed) r.rates.push_back({choice, 8.0});
     r.choice = choice;
     return r;
   }
@@ -310,6 +315,52 @@ TEST_F(ProfileFiles, AClassJudgedCloseIsJudgedAgainByTheNextProcessesAndKeepsEac
   EXPECT_STREQ(off.candidate_name(off.lookup(lib, left)), "onednn");
 }
 
+// A class that a race beside home's threads sent elsewhere, kept on home because its process
+// ended before the trial against home did (its choice trails the race's rates): later processes
+// judge it again however far apart the rates, and the trial's figures replace the race's, where
+// a class judged close keeps each candidate's best.
+TEST_F(ProfileFiles, AnUnconfirmedChoiceIsJudgedAgainAndTheTrialsFiguresReplaceTheRaces) {
+  const uint64_t key = class_of(gemm(128, 128, 128));
+  const auto with = [](Row r, double openblas, double onednn) {
+    r.size = "128x128x128";
+    r.rates = {{"openblas", openblas}, {"onednn", onednn}};
+    return r;
+  };
+  EXPECT_TRUE(unconfirmed(with(row(key, "openblas"), 20, 45)));
+  EXPECT_FALSE(unconfirmed(with(row(key, "openblas"), 44, 45)));  // within 3 %
+  EXPECT_FALSE(unconfirmed(with(row(key, "onednn"), 20, 45)));
+  {
+    Profile first(cfg_);
+    const int lib = first.native_index("lib");
+    ASSERT_TRUE(first.claim(lib, key));
+    first.record(lib, with(row(key, "openblas"), 20, 45));  // 2.25x apart: not judged close
+    EXPECT_STREQ(first.candidate_name(first.lookup(lib, key)), "openblas");
+  }
+  std::string path;
+  {
+    Profile second(cfg_);
+    path = second.path();
+    const int lib = second.native_index("lib");
+    ASSERT_EQ(second.lookup(lib, key), Profile::kJudgeAgain);
+    // Its trial in use: oneDNN charged what the program's steps lost, below the instance.
+    second.record(lib, with(row(key, "openblas"), 30, 18));
+    EXPECT_STREQ(second.candidate_name(second.lookup(lib, key)), "openblas");
+  }
+  std::vector<Row> rows;
+  std::string why;
+  ASSERT_TRUE(read_file(path, machine_fingerprint(cfg_), rows, why)) << why;
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].judged, 2);
+  EXPECT_EQ(rows[0].choice, "openblas");
+  ASSERT_EQ(rows[0].rates.size(), 2u);
+  EXPECT_EQ(rows[0].rates[1].gflops, 18);  // not the race's 45
+  {
+    Profile third(cfg_);  // confirmed, 30 against 18: settled
+    const int lib = third.native_index("lib");
+    EXPECT_STREQ(third.candidate_name(third.lookup(lib, key)), "openblas");
+  }
+}
+
 TEST_F(ProfileFiles, AJudgedCountOutsideItsRangeIsCorrupt) {
   std::string path;
   {
@@ -358,9 +409,9 @@ TEST_F(ProfileFiles, ACorruptFileIsIgnoredAndRebuilt) {
     path = p.path();
   }
   std::string text = read(path);
-  const size_t at = text.find("openblas=2.000");
+  const size_t at = text.find("openblas=8.000");
   ASSERT_NE(at, std::string::npos);
-  text.replace(at, 14, "openblas=2.0x0");
+  text.replace(at, 14, "openblas=8.0x0");
   std::ofstream(path) << text;
   std::vector<Row> rows;
   std::string why;
