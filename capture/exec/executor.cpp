@@ -469,18 +469,12 @@ const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key
         other = r.candidate, candidate = b, best = r.gflops;
       }
     if (other.empty()) return prof.candidate_name(prof.keep_earlier(native, key));
-    if (hal::profile::unconfirmed(row))
-      SOL_LOG(debug,
-              "trying %s in use for %s, between two turns of %s's: kept there by %d earlier process%s whose "
-              "trial did not end",
-              other.c_str(), hal::profile::class_text(key).c_str(), row.choice.c_str(), row.judged,
-              row.judged == 1 ? "" : "es");
-    else
-      SOL_LOG(
-          debug,
-          "trying %s in use for %s, between two turns of %s's: judged within %.1fx by %d earlier process%s",
-          other.c_str(), hal::profile::class_text(key).c_str(), row.choice.c_str(),
-          hal::profile::kJudgeAgainRates, row.judged, row.judged == 1 ? "" : "es");
+    const bool unconfirmed = hal::profile::unconfirmed(row);
+    char by[48] = "kept there by";
+    if (!unconfirmed) std::snprintf(by, sizeof by, "judged within %.1fx by", hal::profile::kJudgeAgainRates);
+    SOL_LOG(debug, "trying %s in use for %s, between two turns of %s's: %s %d earlier process%s%s",
+            other.c_str(), hal::profile::class_text(key).c_str(), row.choice.c_str(), by, row.judged,
+            row.judged == 1 ? "" : "es", unconfirmed ? " whose trial did not end" : "");
     prof.judging(native, key);
     trial = open_trial(ex, native, key, std::move(row), candidate, incumbent, 0, blas::flops(node));
     return trial->incumbent_name();
@@ -806,22 +800,15 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent, uin
     // The class was measured alone, before the program's other classes settled where its calls
     // mostly run; a trial that ends away from there is measured again beside those threads.
     const std::string home = ex.profile.home(t.native, t.key);
-    if (!t.from_home && !home.empty() && home != t.row.choice && ex.profile.measure_again(t.native, t.key)) {
-      SOL_LOG(
-          debug,
-          "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns%s; measuring it "
-          "again beside %s's threads",
-          t.candidate_name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls,
-          t.incumbent_name(), t.incumbent_gflops, t.incumbent_calls, t.phase == 2 ? 2 : 1, steps,
-          home.c_str());
-      return;
-    }
-    SOL_LOG(
-        debug,
-        "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns%s; auto takes %s",
-        t.candidate_name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls,
-        t.incumbent_name(), t.incumbent_gflops, t.incumbent_calls, t.phase == 2 ? 2 : 1, steps,
-        t.row.choice.c_str());
+    const bool again =
+        !t.from_home && !home.empty() && home != t.row.choice && ex.profile.measure_again(t.native, t.key);
+    SOL_LOG(debug,
+            "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns%s; %s%s%s",
+            t.candidate_name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls,
+            t.incumbent_name(), t.incumbent_gflops, t.incumbent_calls, t.phase == 2 ? 2 : 1, steps,
+            again ? "measuring it again beside " : "auto takes ", again ? home.c_str() : t.row.choice.c_str(),
+            again ? "'s threads" : "");
+    if (again) return;
     ex.profile.record(t.native, t.row);
   } catch (...) {
     ex.profile.release(t.native, t.key);

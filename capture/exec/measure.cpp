@@ -70,8 +70,7 @@ thread_local bool t_native_owes = false;  // a "name:after" backend ran last in 
 thread_local const char* t_switched_from = nullptr;  // a "name:switch" backend ran last in use here
 std::atomic<bool> g_spell_over{false};    // "native:spell": a trial's first turn of native's ended
 thread_local bool t_measuring = false;    // this thread runs a measurement's race
-thread_local bool t_race_call =
-    false;  // the program's call, made in a race by a candidate (its first sample)
+thread_local bool t_race_call = false;    // the program's call, made by a candidate in a race
 thread_local bool t_slowed_once = false;  // "name:once": this race slowed its first run already
 std::atomic<uint64_t> g_native_ended_ns{0};  // "name:beside": when native's last call in a trial ended
 
