@@ -19,9 +19,12 @@ constexpr int64_t kN = 256;
 struct Spinner {
   double seconds;  // for the whole kN x kN call; a screen's quarter takes a quarter
   int whole_calls = 0, part_calls = 0;
+  int probe_calls = 0;  // home's 128x128 calls around the others' in a mixed program
   double worst = 0;  // the longest a call took, over its set time: more than 1 when preempted
   hal::Reason operator()(Node& n) {
-    ++(n.blas.m == kN && n.blas.n == kN ? whole_calls : part_calls);
+    ++(n.blas.m == kN && n.blas.n == kN     ? whole_calls
+       : n.blas.m == 128 && n.blas.n == 128 ? probe_calls
+                                            : part_calls);
     const double share = static_cast<double>(n.blas.m * n.blas.n) / static_cast<double>(kN * kN);
     const uint64_t t0 = monotonic_ns(), until = t0 + static_cast<uint64_t>(seconds * share * 1e9);
     uint64_t t = t0;
@@ -55,14 +58,15 @@ struct Itself {
 
 // One race between `fast` and `slow` (seconds per whole call), without native (the program's
 // library left out), as candidates named for this race alone (a name's first run is a warm-up).
-// Each offers to make the program's call itself, in `itself_factor` times its own time.
+// Each offers to make the program's call itself, in `itself_factor` times its own time. `mixed`:
+// the program's other calls run on `fast` (home).
 struct Race {
   Spinner fast, slow;
   Itself fast_itself, slow_itself;
   hal::profile::Row row;
   const char* made_call = nullptr;
   std::string fast_name, slow_name;
-  Race(double f, double s, const std::string& tag, double itself_factor = 1)
+  Race(double f, double s, const std::string& tag, double itself_factor = 1, bool mixed = false)
       : fast{f}, slow{s}, fast_itself{f * itself_factor}, slow_itself{s * itself_factor} {
     static std::vector<std::string> names;  // candidates' names must outlive the process's warm set
     names.push_back("fast-" + tag);
@@ -74,7 +78,7 @@ struct Race {
                                  blas::FunctionRef<hal::Reason()>(fast_itself)},
                                 {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(slow), -1,
                                  blas::FunctionRef<hal::Reason()>(slow_itself)}};
-    EXPECT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, -1, nullptr, row, made_call));
+    EXPECT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, -1, mixed ? fast_name.c_str() : nullptr, row, made_call));
   }
   bool undisturbed() const {
     return fast.worst < 1.1 && slow.worst < 1.1 && fast_itself.worst < 1.1 && slow_itself.worst < 1.1;
@@ -84,9 +88,10 @@ struct Race {
 // The machine is shared: a spin preempted for long enough changes what a race sees. A decision
 // is checked on the first of a few races in which no call took 10 % longer than set.
 template <class Check>
-void in_an_undisturbed_race(double fast, double slow, const char* name, Check check, double itself_factor = 1) {
+void in_an_undisturbed_race(double fast, double slow, const char* name, Check check, double itself_factor = 1,
+                            bool mixed = false) {
   for (int attempt = 0; attempt < 8; ++attempt) {
-    Race r(fast, slow, std::string(name) + std::to_string(attempt), itself_factor);
+    Race r(fast, slow, std::string(name) + std::to_string(attempt), itself_factor, mixed);
     if (r.undisturbed()) return check(r);
   }
   GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
@@ -223,6 +228,38 @@ TEST(Measure, NativeFarAheadOfEveryQuarterRunsNoneOfItsOwn) {
     EXPECT_EQ(r.row.choice, "native");
     EXPECT_EQ(r.made_call, nullptr);
   });
+}
+
+TEST(Measure, HomesCallFarAheadOfEveryQuarterRunsNoneOfItsOwn) {
+  // A mixed program, native left out: home (4 ms a call) makes the program's call, 2x ahead of the
+  // other's quarter, scaled. The other leaves at the screen, and home runs no quarter (nor any
+  // call on the copies): its call, first touches and all, already beat every other.
+  in_an_undisturbed_race(
+      4e-3, 8e-3, "home-far",
+      [](const Race& r) {
+        EXPECT_EQ(r.made_call, r.fast_name);
+        EXPECT_EQ(r.fast_itself.calls, 1);
+        EXPECT_EQ(r.fast.part_calls + r.fast.whole_calls, 0);
+        EXPECT_EQ(r.slow.part_calls, 2);  // its first use, untimed; the screen's quarter
+        EXPECT_EQ(r.slow.whole_calls, 0);
+        EXPECT_EQ(r.row.choice, r.fast_name);
+      },
+      1, true);
+}
+
+TEST(Measure, HomesCallSlowedByFirstTouchesRunsItsQuarter) {
+  // The same, home's call 3x its speed (first touches of the program's new output): scaled, it is
+  // behind the other's quarter, and home runs its own quarter before the other leaves.
+  in_an_undisturbed_race(
+      4e-3, 8e-3, "home-touched",
+      [](const Race& r) {
+        EXPECT_EQ(r.made_call, r.fast_name);
+        EXPECT_EQ(r.fast.part_calls, 1);
+        EXPECT_EQ(r.slow.part_calls, 2);
+        EXPECT_EQ(r.slow.whole_calls, 0);
+        EXPECT_EQ(r.row.choice, r.fast_name);
+      },
+      3, true);
 }
 
 TEST(Measure, AShortCallIsNotMadeByACandidate) {
