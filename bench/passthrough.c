@@ -5,6 +5,9 @@
  *
  *   bench_passthrough /path/to/libsol.so [calls]
  *
+ * Under SOL_BACKEND=openblas every call of libsol's takes the routed path to a backend instead:
+ * the "added ns" column is then that path's cost.
+ *
  * Its profile goes to a directory of its own, removed at the end: what it measures is not kept.
  *
  * The program re-executes itself with LD_PRELOAD=libsol.so. Its own sgemm_/saxpy_ then bind to

@@ -263,6 +263,7 @@ struct OnBackend {
   hal::Reason operator()(Node& cm) noexcept {
     const hal::Reason why = backend->supports(cm);
     if (why != hal::Reason::ok) return why;
+    if (SOL_LIKELY(!measure::slowing())) return backend->run(cm);  // no clock read: 5 % of an 8^3 SGEMM
     const uint64_t t0 = monotonic_ns();
     const hal::Reason r = backend->run(cm);
     measure::slow_down_if_asked(backend->name(), t0);

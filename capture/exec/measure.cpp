@@ -82,6 +82,11 @@ void spin_for(uint64_t ns) noexcept {
 
 }  // namespace
 
+bool slowing() noexcept {
+  const SlowKnobs& knobs = slow_knobs();
+  return knobs.count > 0 || knobs.spell;
+}
+
 void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept {
   const SlowKnobs& knobs = slow_knobs();
   if (SOL_LIKELY(knobs.count == 0)) return;

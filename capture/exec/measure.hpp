@@ -74,6 +74,7 @@ void warmed(const char* candidate, Op op, DType dtype) noexcept;
 // which the native library's threads run slow (at two thirds of their speed, seen).
 // Knobs combine, comma-separated: SOL_TEST_SLOW=native:spell,onednn:measured.
 void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept;
+bool slowing() noexcept;  // whether SOL_TEST_SLOW set any knob (callers time backends' runs only then)
 void native_slowed_if_asked(uint64_t started_ns) noexcept;  // a native run in a measurement's race
 void native_in_spell_if_asked(uint64_t started_ns) noexcept;  // any other timed native call
 void native_in_trial_ended() noexcept;                        // a native call in a trial's turn has returned
