@@ -258,12 +258,14 @@ double Router::native_below(capture::Op op, capture::DType dtype, NativeKind nat
     case Target::automatic:
       // See add_auto(): no accelerator takes less than min_accelerator_flops_, and below that an
       // optimized native library, or a small call, stays native. Measured routing sees every call
-      // it could measure (an optimized library keeps the calls under kMeasureFlops). While an
-      // accelerator is starting, as if there were none: the caller keeps the answer only once
+      // it could measure (measure_flops(): an optimized library keeps the calls under
+      // kMeasureFlops, one below par those under kMeasureBelowParFlops). While an accelerator is
+      // starting, as if there were none: the caller keeps the answer only once
       // accelerators_known().
       if (measured_)
-        return optimized(native) && accelerators().empty() ? kMeasureFlops
-                                                            : std::min(kSmallFlops, min_accelerator_flops_);
+        return optimized(native) && accelerators().empty()
+                   ? kMeasureFlops
+                   : std::min(measure_flops(native), min_accelerator_flops_);
       return optimized(native) ? min_accelerator_flops_ : std::min(kSmallFlops, min_accelerator_flops_);
   }
   return 0;

@@ -26,7 +26,7 @@ namespace sol::hal {
 enum class NativeKind : uint8_t { missing, other, openblas, mkl, blis, onednn, outclassed };
 const char* native_kind_name(NativeKind k) noexcept;
 // Libraries that are as fast as SOL's CPU backends: auto leaves work with them.
-inline bool optimized(NativeKind k) noexcept {
+constexpr bool optimized(NativeKind k) noexcept {
   return k == NativeKind::openblas || k == NativeKind::mkl || k == NativeKind::blis || k == NativeKind::onednn;
 }
 
@@ -104,6 +104,16 @@ class Router {
   // 37^3 GEMM), below which an optimized library kept every call unmeasured: auto ran that 32^3
   // SGEMM at 0.34 of the fastest.
   static constexpr double kMeasureFlops = kSmallFlops;
+  // Under a native library below par (an OpenBLAS running kernels older than the CPU's, which the
+  // openblas backend outclasses, or no optimized library at all), auto measures from a 16^3 GEMM:
+  // there the openblas backend ran a 16^3 SGEMM 1.15x faster than OpenBLAS 0.3.21 natively on its
+  // Prescott kernels and a 20^3 1.29x, at 0.92x on 12^3 and 0.67x on 8^3, where a library call's
+  // fixed costs decide (2-core AVX2 EPYC): auto left that 20^3 class native, at 0.83 of the fastest.
+  static constexpr double kMeasureBelowParFlops = 8192;
+  // Calls from this much work up are measured under auto, given the native library's kind.
+  static constexpr double measure_flops(NativeKind native) noexcept {
+    return optimized(native) ? kMeasureFlops : kMeasureBelowParFlops;
+  }
 
  private:
   // A backend looked up by name once, at its first use: backends initialise only when a node

@@ -1126,7 +1126,7 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
     plan = entry.plan;
   } else {
     bool keep = true;
-    if (ex->measured && flops >= hal::Router::kMeasureFlops && ex->router.automatic(node, flops)) {
+    if (ex->measured && flops >= hal::Router::measure_flops(kind) && ex->router.automatic(node, flops)) {
       const char* ran_on = nullptr;
       measured = measured_choice(*ex, node, flops, native, ran_on, err, checked, trial);
       t_judging = trial != nullptr;

@@ -330,6 +330,27 @@ def test_the_entry_stubs_own_size_check_sends_exactly_the_calls_under_20_kflop_t
     assert "sol: %d calls: " % len(specs) in got.stderr, got.stderr
 
 
+def test_under_a_native_library_below_par_auto_measures_from_a_16_cubed_gemm(cache):
+    """An OpenBLAS on kernels older than the CPU's (OPENBLAS_CORETYPE=Prescott) is below par: the
+    openblas backend runs this CPU's kernels, faster from about a 16^3 GEMM, and auto measures from
+    8192 flops (2mnk: 15^3 under, 16^3 not; complex 8mnk: 10^3 under, 11^3 not) instead of the 20
+    kFLOP that an optimized library keeps (as detected, 16^3 stays unmeasured)."""
+    specs = ["Fs15", "Fs16", "Cd15", "Cd16", "Fc10", "Fc11", "Rz10", "Rz11"]
+    below_par = auto(cache, "gemm_sizes", *specs, OPENBLAS_CORETYPE="Prescott")
+    assert below_par.returncode == 0, below_par.stderr
+    sizes = sorted(m.group(3) for m in map(MEASURED.match, below_par.stderr.splitlines()) if m)
+    assert sizes == ["11x11x11", "11x11x11", "16x16x16", "16x16x16"], below_par.stderr
+    shutil.rmtree(os.path.join(cache, "sol"), True)
+    detected = auto(cache, "gemm_sizes", *specs)
+    assert detected.returncode == 0 and measured(detected.stderr) == {}, detected.stderr
+    # Bit for bit the program's own library below the floor, with or without libsol.
+    plain = run([str(PROGRAMS / "gemm_sizes"), *specs], preload=False, env={"OPENBLAS_CORETYPE": "Prescott",
+                                                                           **ONE_THREAD})
+    for spec, got, want in zip(specs, below_par.stdout.splitlines(), plain.stdout.splitlines()):
+        if spec.endswith(("15", "10")):
+            assert got == want, (spec, got, want)
+
+
 def test_a_backend_that_slows_the_programs_next_call_is_charged_for_it_in_a_mixed_program(cache):
     """A short call routed away from the program's library, in a program that also calls its
     library, is followed by the program's own calls: a candidate whose threads keep the cores
