@@ -786,7 +786,7 @@ void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent, uin
   if (t.step_count[0] > 0 && t.step_count[1] > 0) {
     const double home_ms = median_ms(t.steps[0], std::min(t.step_count[0], Trial::kSteps));
     const double away_ms = median_ms(t.steps[1], std::min(t.step_count[1], Trial::kSteps));
-    std::snprintf(steps, sizeof steps, "; a call every %.2f ms, %.2f on %s", away_ms, home_ms,
+    std::snprintf(steps, sizeof steps, "; a call every %.4g ms, %.4g on %s", away_ms, home_ms,
                   t.incumbent_name());
     if (away_ms > 1.02 * home_ms && t.flops > 0 && t.incumbent_gflops > 0) {
       wins = false;
