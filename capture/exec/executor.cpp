@@ -105,6 +105,9 @@ struct Trial {
 // candidate's own steady state in this program.
 constexpr uint64_t kTrialNs = 300'000'000;
 constexpr uint64_t kIncumbentTurnNs = 20'000'000;
+// A class of at least this much work may be measured without native (measured_choice()): a 64^3
+// GEMM, from which OpenBLAS 0.3.21 runs a GEMM on several threads.
+constexpr double kLeaveNativeOutFlops = 2.0 * 64 * 64 * 64;
 
 struct Executor {
   config::Config cfg;
@@ -602,9 +605,12 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     // A misdetected library (Prescott kernels on an AVX-512 machine): run by a backend with this
     // CPU's kernels, or lost each class so far by 1.5x in a program whose calls now run on a
     // backend. Its call, several times slower than the others', is neither made nor measured;
-    // the chosen candidate computes it.
+    // the chosen candidate computes it. Not a call under a 64^3 GEMM's work: OpenBLAS runs it on
+    // one thread, native's samples cost a few hundred microseconds at most, and the kernels for
+    // this CPU are not always the faster there (OpenBLAS 0.3.21's Zen DGEMM runs 32^3 and 40^3 at
+    // 7.3-7.7 GFLOP/s, its Prescott kernels at 8.1-8.7: the sweep's cells at 0.89 of native).
     std::string left_out;
-    if (own) {
+    if (own && flops >= kLeaveNativeOutFlops) {
       for (hal::Backend* b : backends)
         if (left_out.empty() && b->outclasses_native(routine, own))
           left_out = std::string(b->name()) + " runs its library with this CPU's kernels";
