@@ -671,12 +671,15 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
           made_call ? made_call : "", set_up.empty() ? "" : "; first run taken again:", set_up.c_str());
     }
     warn_if_measured_slow(node, flops, row, home);
-    // The trial is against native when native was measured (whatever the choice), else against
-    // the choice; in a mixed program, against home, for a class measured away from it.
-    hal::Backend* incumbent = native_in ? nullptr : ex.registry.get(row.choice);
+    // The trial is against native when native was measured and the choice is native or on trial
+    // itself, else against the choice (native left out, or 2x behind: measure::run()); in a mixed
+    // program, against home, for a class measured away from it.
+    const bool against_native =
+        native_in && (row.trial.empty() || row.choice == "native" || row.trial == row.choice);
+    hal::Backend* incumbent = against_native ? nullptr : ex.registry.get(row.choice);
     const bool leaves_home = leaving_home(ex, home, native_in, row, incumbent);
     if (hal::Backend* b = row.trial.empty() ? nullptr : ex.registry.get(row.trial);
-        b && b != incumbent && (native_in || incumbent)) {
+        b && b != incumbent && (against_native || incumbent)) {
       const std::string incumbent_name = incumbent ? incumbent->name() : "native";
       double incumbent_gflops = 0;
       for (const auto& r : row.rates)

@@ -510,22 +510,32 @@ class Race {
     // With native left out, the candidates ran beside each other's threads, each after the
     // other: oneDNN timed after the OpenBLAS instance's runs may show 4 GFLOP/s on a 256^3 SGEMM
     // that it runs at 220, whatever their order in the race. The best other CPU candidate is
-    // then tried in use against the measured choice, however far behind it was.
+    // then tried in use against the measured choice, however far behind it was. So too when
+    // native lost by 2x: the question left is the others', which ran beside each other's threads
+    // as well (beside the OpenBLAS instance's new worker, spinning from its start, oneDNN's
+    // 48^3 SGEMM took 5-8 ms a call instead of 9 us in 2 of 6 processes).
     row.trial.clear();
-    const size_t incumbent = native_ < e_.size() ? native_ : cpu_candidate(row.choice.c_str());
-    if (!mixed_ && incumbent < e_.size()) {
+    if (mixed_) return chosen > 0;
+    // The fastest CPU candidate other than `a` and `b` becomes the row's trial; its time.
+    const auto runner_up = [&](size_t a, size_t b) {
       double trial = -1;
       for (size_t i = 0; i < e_.size(); ++i) {
         const double t = e_[i].best > 0 ? e_[i].best : e_[i].quarter;
-        if (i == incumbent || t <= 0 || c_[i].predicted_seconds >= 0) continue;
+        if (i == a || i == b || t <= 0 || c_[i].predicted_seconds >= 0) continue;
         if (trial < 0 || t < trial) {
           trial = t;
           row.trial = c_[i].name;
         }
       }
-      if (incumbent == native_ && trial > 0 && e_[native_].best > 0 && 2 * trial < e_[native_].best &&
-          !e_[native_].by_call)
-        row.trial.clear();
+      return trial;
+    };
+    const size_t choice = cpu_candidate(row.choice.c_str());
+    if (native_ >= e_.size()) {
+      if (choice < e_.size()) runner_up(choice, choice);
+    } else if (const double trial = runner_up(native_, native_);
+               trial > 0 && e_[native_].best > 0 && 2 * trial < e_[native_].best && !e_[native_].by_call) {
+      row.trial.clear();
+      if (choice < e_.size()) runner_up(choice, native_);  // against the choice (the executor's incumbent)
     }
     return chosen > 0;
   }

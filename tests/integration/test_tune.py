@@ -360,6 +360,27 @@ def test_under_a_native_library_below_par_auto_measures_from_a_16_cubed_gemm(cac
             assert got == want, (spec, got, want)
 
 
+@pytest.mark.skipif(not cpu_above_sse3(), reason="this CPU runs Prescott kernels by right")
+def test_with_native_2x_behind_the_runner_up_is_tried_against_the_choice(cache):
+    """A 48^3 SGEMM class under Prescott kernels: native is in the race (under a 64^3 GEMM's work)
+    and loses by 2x or more to both backends, which ran beside each other's threads (oneDNN beside
+    the OpenBLAS instance's new, spinning worker took 5-8 ms a call instead of 9 us): the runner-up
+    is tried in use against the choice, not against native."""
+    def judge(r):  # native measured 2x behind the best backend (load can slow any sample)
+        [(rates, choice)] = measured(r.stderr).values()
+        if set(rates) != {"native", "openblas", "onednn"} or choice == "native":
+            return None
+        return (rates, choice) if max(rates["openblas"], rates["onednn"]) > 2 * rates["native"] else None
+
+    r, (rates, choice) = undisturbed(cache, judge, "native not 2x behind the best backend", "repeated_gemm", 48, 1.0,
+                                     OPENBLAS_CORETYPE="Prescott")
+    runner_up = "onednn" if choice == "openblas" else "openblas"
+    assert re.search(r"^sol: trying %s in use for gemm f32 .*, between two turns of %s's: measured beside each "
+                     r"other's threads$" % (runner_up, choice), r.stderr, re.M), r.stderr
+    [(candidate, _, _, _, _)] = trials(r.stderr, against=choice)
+    assert candidate == runner_up, r.stderr
+
+
 def test_a_backend_that_slows_the_programs_next_call_is_charged_for_it_in_a_mixed_program(cache):
     """A short call routed away from the program's library, in a program that also calls its
     library, is followed by the program's own calls: a candidate whose threads keep the cores
