@@ -52,7 +52,8 @@ int halves_of(const capture::Node& node) noexcept;
 // So is a call of a class that left the program's library for a backend, however far ahead: a
 // backend's rate can fall off inside a class where native's holds (dnnl_sgemm NN on a 2-core AVX2
 // EPYC: 76 GFLOP/s at 512, 54 at 640, native 65 and 64), and native is the choice that never
-// runs below the program's own speed.
+// runs below the program's own speed; with native left out, a class that went elsewhere than the
+// openblas backend, which runs the program's library with this CPU's kernels.
 uint64_t sub_class_of(const capture::Node& node) noexcept;
 inline constexpr double kCloseRates = 1.15;
 inline constexpr int64_t kLargest = 4096;

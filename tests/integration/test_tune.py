@@ -247,6 +247,34 @@ def test_a_class_measured_close_is_measured_again_in_the_other_half_of_its_sizes
     assert same_half.returncode == 0 and measured(same_half.stderr) == {}, same_half.stderr
 
 
+@pytest.mark.skipif(not cpu_above_sse3(), reason="this CPU runs Prescott kernels by right")
+def test_with_native_left_out_a_class_sent_from_the_openblas_backend_is_measured_again_in_its_other_half(cache):
+    """Under Prescott kernels native is left out, and the openblas backend runs the program's
+    library with this CPU's kernels: a class sent elsewhere, however far ahead, is measured again
+    in the other half of its sizes (oneDNN's SGEMM NN: 73 GFLOP/s at 512, 52 at 640, the instance
+    62 and 66), as a class sent away from native is. One that stayed on the openblas backend is
+    not. The profile's rates and choice are set here."""
+    env = {"OPENBLAS_CORETYPE": "Prescott"}
+    first = auto(cache, "repeated_gemm", 256, 0.1, **env)
+    assert first.returncode == 0 and measured(first.stderr), first.stderr
+    [path] = profiles(cache)
+    with open(path) as f:
+        text = f.read()
+
+    def write(choice, rates):
+        line = lambda m: m.group(1) + choice + "\t3" + "".join("\t%s=%s" % r for r in rates.items())
+        with open(path, "w") as f:
+            f.write(re.sub(r"^(row\t(?:[^\t]*\t){4})\w+\t\d+((?:\t\w+=[0-9.]+)+)$", line, text, flags=re.M))
+
+    write("openblas", {"openblas": 100, "onednn": 50})
+    kept = auto(cache, "repeated_gemm", 320, 0.05, **env)
+    assert kept.returncode == 0 and measured(kept.stderr) == {}, kept.stderr
+    write("onednn", {"openblas": 50, "onednn": 100})
+    away = auto(cache, "repeated_gemm", 320, 0.05, **env)
+    got = measured(away.stderr)
+    assert [cls for cls, _ in got] == ["gemm f32 transa=N transb=N m=320 n=320 k=320"], away.stderr
+
+
 def test_each_call_goes_where_its_own_class_was_measured_to_go_call_after_call(cache):
     """Fourteen SGEMM calls, interleaved for 40 rounds: the same sizes in each transposition, sizes
     that share a class, Fortran and CBLAS in both layouts. Their classes go to native or to the
