@@ -59,7 +59,7 @@ struct Trial {
   hal::profile::Row row;  // the measurement (its choice, the incumbent, so far)
   hal::Backend* backend;  // the candidate; nullptr: native (a class judged again, judge_again())
   hal::Backend* incumbent;  // nullptr: native
-  double incumbent_gflops;  // measured; then the best of the incumbent's own calls in its turns
+  double incumbent_gflops;  // the best of the incumbent's own calls in its turns
   // The incumbent's turn ends after at least 3 calls and once kIncumbentTurnNs have passed or,
   // when the candidate's workers spin longer (Backend::spin_after_call_ns), that long: OpenBLAS's,
   // tried against the program's dnnl_sgemm, slow oneDNN's team to a third of its speed or less
@@ -681,9 +681,6 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     if (hal::Backend* b = row.trial.empty() ? nullptr : ex.registry.get(row.trial);
         b && b != incumbent && (against_native || incumbent)) {
       const std::string incumbent_name = incumbent ? incumbent->name() : "native";
-      double incumbent_gflops = 0;
-      for (const auto& r : row.rates)
-        if (r.candidate == incumbent_name) incumbent_gflops = r.gflops;
       SOL_LOG(debug, "trying %s in use for %s, between two turns of %s's: %s", b->name(),
               hal::profile::class_text(key).c_str(), incumbent_name.c_str(),
               leaves_home ? "measured away from the threads most of the program's calls run on"
@@ -697,7 +694,11 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       // which would count the candidate's calls as settled from the first, beside those threads
       // still spinning from this one: on a 16-core Xeon, oneDNN left after three calls at 339
       // GFLOP/s, against 490 for OpenBLAS's SkylakeX instance, where it runs at 1030.)
-      trial = open_trial(ex, native, key, std::move(row), b, incumbent, incumbent_gflops, flops, leaves_home);
+      // The incumbent's figure is its calls' in use, as the candidate's is (and as a class judged
+      // again begins): its race rate may be a quarter's, scaled (oneDNN's 640^3 TN SGEMM under
+      // Prescott kernels: 64.8 GFLOP/s by its quarter, 52 a whole call), which kept it against the
+      // instance's 62 in use.
+      trial = open_trial(ex, native, key, std::move(row), b, incumbent, 0, flops, leaves_home);
       return ran_on || !incumbent ? nullptr : incumbent->name();
     }
     prof.record(native, row);

@@ -984,6 +984,24 @@ def test_with_native_left_out_the_runner_up_is_tried_in_use_against_the_choice(c
     assert r.stdout.split(" after")[0] == direct.stdout.split(" after")[0]
 
 
+@pytest.mark.skipif(not cpu_above_sse3(), reason="this CPU runs Prescott kernels by right")
+def test_a_trials_incumbent_is_judged_by_its_calls_in_use_not_its_race(cache):
+    """The incumbent's figure in a trial is its calls' in use, as the candidate's is: its race rate
+    may be a quarter's, scaled (oneDNN's 640^3 TN SGEMM under Prescott kernels: 64.8 GFLOP/s by its
+    quarter, 52 a whole call), and kept it against a faster candidate. Here oneDNN wins the race
+    and is slow in use (SOL_TEST_SLOW=onednn:inuse): the OpenBLAS instance, tried against it, wins."""
+    def judge(r):  # the race chose oneDNN (load can disturb either's samples)
+        return [choice for (cls, sym), (rates, choice) in measured(r.stderr).items()] == ["onednn"]
+
+    r, _ = undisturbed(cache, judge, "the race did not choose oneDNN", "repeated_gemm", 128, 1.5,
+                       OPENBLAS_CORETYPE="Prescott", SOL_TEST_SLOW="onednn:inuse")
+    [(candidate, _, in_use, incumbent, choice)] = trials(r.stderr, against="onednn")
+    assert candidate == "openblas" and choice == "openblas" and in_use > incumbent, r.stderr
+    [row] = rows(profiles(cache)[0])
+    rates = rates_of(" ".join(row[7:]))
+    assert row[5] == "openblas" and rates["onednn"] < rates["openblas"], row
+
+
 def test_with_native_left_out_a_slow_candidate_is_judged_once_the_incumbents_threads_are_quiet(cache):
     """With native left out, the program's call that begins the trial is the incumbent's (the
     OpenBLAS instance's), the first of its first turn: not a call of another class that keeps its
