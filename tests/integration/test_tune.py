@@ -55,6 +55,16 @@ def undisturbed(cache, judge, what, program, *args, **env):
     raise AssertionError("%s, three times: %s" % (what, r.stderr))
 
 
+def first_profile(cache, program, *args, **env):
+    """A first run of `program` under auto that measured something: its profile's path and text,
+    for a test to rewrite."""
+    first = auto(cache, program, *args, **env)
+    assert first.returncode == 0 and measured(first.stderr), first.stderr
+    [path] = profiles(cache)
+    with open(path) as f:
+        return path, f.read()
+
+
 def rates_of(text):
     """{candidate: GFLOP/s} of " native=97.1 onednn=114.9"."""
     return dict((k, float(v)) for k, v in (r.split("=") for r in text.split()))
@@ -208,11 +218,7 @@ def test_a_class_measured_close_is_measured_again_in_the_other_half_of_its_sizes
     AVX2 EPYC: 76 GFLOP/s at 512, 54 at 640, native 65 at both). A class measured far apart that
     stayed native does neither. The profile's rates and choice are set here, so that the test
     checks the decision, not this machine's figures."""
-    first = auto(cache, "repeated_gemm", 256, 0.1)
-    assert first.returncode == 0 and measured(first.stderr), first.stderr
-    [path] = profiles(cache)
-    with open(path) as f:
-        text = f.read()
+    path, text = first_profile(cache, "repeated_gemm", 256, 0.1)
 
     def with_rates(native, others, choice="native"):
         row = lambda m: m.group(1) + choice + "\t3" + "".join(
@@ -255,11 +261,7 @@ def test_with_native_left_out_a_class_sent_from_the_openblas_backend_is_measured
     62 and 66), as a class sent away from native is. One that stayed on the openblas backend is
     not. The profile's rates and choice are set here."""
     env = {"OPENBLAS_CORETYPE": "Prescott"}
-    first = auto(cache, "repeated_gemm", 256, 0.1, **env)
-    assert first.returncode == 0 and measured(first.stderr), first.stderr
-    [path] = profiles(cache)
-    with open(path) as f:
-        text = f.read()
+    path, text = first_profile(cache, "repeated_gemm", 256, 0.1, **env)
 
     def write(choice, rates):
         line = lambda m: m.group(1) + choice + "\t3" + "".join("\t%s=%s" % r for r in rates.items())
@@ -587,11 +589,7 @@ def test_a_class_judged_close_is_judged_again_by_the_next_processes(cache):
     process's decide); the knob makes oneDNN ten times slower, a slow draw (in every process: the
     knob is part of the profile's fingerprint)."""
     slow = {"SOL_TEST_SLOW": "onednn"}
-    first = auto(cache, "repeated_gemm", 128, 0.1, **slow)
-    assert first.returncode == 0 and measured(first.stderr), first.stderr
-    [path] = profiles(cache)
-    with open(path) as f:
-        text = f.read()
+    path, text = first_profile(cache, "repeated_gemm", 128, 0.1, **slow)
 
     def set_row(judged, native, onednn):
         with open(path, "w") as f:
