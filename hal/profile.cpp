@@ -188,7 +188,7 @@ int split_of(const Row& row) noexcept {
   // (oneDNN's SGEMM NN under Prescott kernels: 73 GFLOP/s at 512, 52 at 640, the instance 62 and
   // 66: the sweep's 640 cell routed by 512's row ran at 0.79 of the fastest).
   const bool left_native =
-      row.choice != "native" && (native > 0 || (native == 0 && row.choice != "openblas"));
+      row.choice != "native" && (native > 0 || row.choice != "openblas");
   if ((!close && !left_native) || !measured_dims(row, dims)) return -1;
   return halves(dims[0], dims[1], dims[2]);
 }
