@@ -250,6 +250,9 @@ double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
 //   before costing a whole call; those 1.25x to 1.5x behind run their quarter again, and leave
 //   when still 1.25x behind.
 //   Native, screened last, runs no quarter when its call was already that far behind (scaled).
+// - Alone, a trial in use follows the race (result()): where the screen leaves one CPU candidate
+//   beside the maker of the program's call, that candidate runs no whole call on the copies; the
+//   trial against the maker decides between them, by their calls in use (tried_in_use()).
 // - With native left out (its library is misdetected), the program's call is still made first
 //   where possible, timed, as a candidate's first sample: one whole call fewer on the copies. In a
 //   mixed program home makes it, beside its own threads as the program's other calls are; alone,
@@ -388,6 +391,7 @@ class Race {
     for (size_t i = 0; i < n; ++i)
       if (quarter[i] > kConfirm * fastest) e_[i].out = true;
       else if (quarter[i] > 0 && quarter[i] == fastest) leader_ = i;
+    screened_ = true;
   }
   void run() {
     const size_t n = e_.size();
@@ -416,11 +420,12 @@ class Race {
     double best_cpu = -1;
     for (size_t i = 0; i < n; ++i)
       if (e_[i].best > 0 && c_[i].predicted_seconds < 0) best_cpu = e_[i].best;
+    const size_t tried = tried_in_use();
     for (int round = 0; round < 64; ++round) {
       bool more = false;
       for (size_t i = 0; i < n; ++i) {
         Entry& e = e_[i];
-        if (e.out) continue;
+        if (e.out || i == tried) continue;
         // An accelerator predicted to lose clearly to the CPU is not worth its transfers.
         if (c_[i].predicted_seconds >= 0 && best_cpu > 0 && c_[i].predicted_seconds > 2 * best_cpu) {
           e.out = true;
@@ -576,6 +581,24 @@ class Race {
       if (!e.out && e.best > 0 && (f < 0 || e.best < f)) f = e.best;
     return f;
   }
+  // Alone, after a screen that left the program's call's maker in the race and one other CPU
+  // candidate beside it: that candidate, which result() makes the row's trial against the maker
+  // (native, or with native left out the screen's leader, the choice). Its whole calls on the
+  // copies would decide nothing the trial does not decide again in use, where its figure is its
+  // calls' and the maker's theirs (the race's ran beside each other's threads): it is known by its
+  // quarter, and costs none (the MLP's first class, native's Zen kernels against oneDNN, within
+  // 1.2x at the quarter: two whole calls, 16 ms, where native ran at half its speed beside
+  // oneDNN's threads). SIZE_MAX when not so: two others still in are ranked by whole calls.
+  size_t tried_in_use() const {
+    if (mixed_ || !screened_ || called_ >= e_.size() || e_[called_].out) return SIZE_MAX;
+    size_t other = SIZE_MAX;
+    for (size_t i = 0; i < e_.size(); ++i) {
+      if (i == called_ || e_[i].out || c_[i].predicted_seconds >= 0) continue;
+      if (other < e_.size() || e_[i].quarter <= 0) return SIZE_MAX;
+      other = i;
+    }
+    return other;
+  }
   // Whether every other candidate is out of the race, or sampled and more than 1.5x behind this
   // one (it leaves at its next turn), the program's call excepted: it may get a second chance.
   bool unrivalled(size_t i) const {
@@ -656,6 +679,7 @@ class Race {
   size_t home_ = SIZE_MAX;
   size_t leader_ = SIZE_MAX;  // the fastest at a screen that judged a long call
   size_t called_ = SIZE_MAX;  // whose first sample is the program's call
+  bool screened_ = false;     // screen() judged a long call
   Probe* probe_ = nullptr;
   double probe_ref_ = -1;
 };
