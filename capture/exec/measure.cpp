@@ -161,20 +161,23 @@ class Scratch {
     return copies_.take(node, size_t{1} << 30, blas::WrittenCopies::Unread::zeroed);
   }
   Node& refresh() noexcept { return copies_.refresh_read(); }
-  // The same call on a quarter of the larger of m and n, for a first look at a long GEMM: a
+  // The same call on a part of the larger of m and n, for a first look at a long GEMM: a
   // sub-block of the operands with the same leading dimensions, valid whatever the layout and
-  // transposes. False when the node is no GEMM or too small to cut.
+  // transposes. A quarter; an eighth (still 64 or more) after eighths(). False when the node is
+  // no GEMM or too small to cut.
   bool screen(Node& out) noexcept {
     if (copies_.node().op != Op::gemm) return false;
     out = refresh();
     int64_t& d = out.blas.m >= out.blas.n ? out.blas.m : out.blas.n;
     if (d < 64) return false;
-    d = (d / 4 + 15) & ~int64_t{15};
+    d = ((eighths_ && d >= 512 ? d / 8 : d / 4) + 15) & ~int64_t{15};
     return true;
   }
+  void eighths() noexcept { eighths_ = true; }
 
  private:
   const bool mine_;            // the thread's copies (a measurement inside one, if any, has its own)
+  bool eighths_ = false;
   blas::WrittenCopies own_;
   blas::WrittenCopies& copies_;
 };
@@ -246,9 +249,9 @@ double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
 // - The program's own library starts with the call itself (native_seconds): the caller's call
 //   ran natively and was timed, so native costs nothing more unless it is close to the best.
 // - A GEMM of 1 ms or more (native's call, or the fastest quarter scaled) is screened first: each
-//   CPU candidate runs a quarter of it once, and those more than 1.5x behind the best there leave
-//   before costing a whole call; those 1.25x to 1.5x behind run their quarter again, and leave
-//   when still 1.25x behind.
+//   CPU candidate runs a quarter of it once (an eighth of a call known to take 4 ms or more), and
+//   those more than 1.5x behind the best there leave before costing a whole call; those 1.25x to
+//   1.5x behind run their quarter again, and leave when still 1.25x behind.
 //   Native, screened last, runs no quarter when its call was already that far behind (scaled).
 // - Alone, a trial in use follows the race (result()): where the screen leaves one CPU candidate
 //   beside the maker of the program's call, that candidate runs no whole call on the copies; the
@@ -292,6 +295,11 @@ constexpr double kLong = 2e-3;  // seconds: a call worth timing alone
 // Seconds: a GEMM worth a screen. Its quarter, 0.25 ms or more, is still long against a call's
 // fixed costs; a candidate twice as slow on the MLP's 1.9 ms first class cost a whole 3 ms run.
 constexpr double kScreen = 1e-3;
+// Seconds: a call whose screen runs an eighth, 0.5 ms or more (less only where the call paid
+// several times its length for first touches), at half a quarter's cost: beside another
+// library's spinning threads a candidate may run at half its speed (oneDNN on the MLP's
+// 512x1024x256 SGEMM, beside the OpenBLAS instance's: its quarter took 3 ms of a 3.7 ms call).
+constexpr double kEighth = 4e-3;
 constexpr double kBatch = 100e-6, kShortTotal = 500e-6;
 constexpr double kConfirm = 1.25;  // behind the fastest quarter twice by this much: out at the screen
 
@@ -335,10 +343,10 @@ class Race {
   void warm_up(size_t i, bool screen) {
     if (time_once(scratch_, c_[i], screen) < 0) e_[i].out = true;
   }
-  // `cut`: how many times the quarter's m x n the whole call's is.
+  // `cut`: how many times the part's m x n the whole call's is (4, or 8: Scratch::screen()).
   void screen(double cut) {
     const size_t n = e_.size();
-    std::vector<double> quarter(n, -1);
+    std::vector<double> part(n, -1);
     double fastest = -1;
     // The candidate that made the program's call (native, or home) last: that call already timed
     // it on the whole problem. Native's, when more than 1.5x behind the best quarter (scaled to
@@ -360,10 +368,12 @@ class Race {
           fastest = e_[i].best / cut;  // the others are judged against its call
           continue;
         }
-        quarter[i] = time_once(scratch_, c_[i], true);
-        if (quarter[i] < 0) e_[i].out = true;
-        else if (fastest < 0 || quarter[i] < fastest) fastest = quarter[i];
-        if (quarter[i] > 0) e_[i].quarter = quarter[i] * cut;
+        part[i] = time_once(scratch_, c_[i], true);
+        if (part[i] < 0)
+          e_[i].out = true;
+        else if (fastest < 0 || part[i] < fastest)
+          fastest = part[i];
+        if (part[i] > 0) e_[i].part = part[i] * cut;
       }
     // Without native's call the call's length is the fastest quarter's, scaled: a short one is
     // not screened (its quarters were the warm-ups).
@@ -378,19 +388,21 @@ class Race {
     for (bool more = true; more;) {
       more = false;
       for (size_t i = 0; i < n; ++i) {
-        if (again[i] || quarter[i] <= kConfirm * fastest || quarter[i] > 1.5 * fastest) continue;
+        if (again[i] || part[i] <= kConfirm * fastest || part[i] > 1.5 * fastest) continue;
         again[i] = more = true;
         const double t = time_once(scratch_, c_[i], true);
-        if (t > 0 && t < quarter[i]) {
-          quarter[i] = t;
-          e_[i].quarter = t * cut;
+        if (t > 0 && t < part[i]) {
+          part[i] = t;
+          e_[i].part = t * cut;
           fastest = std::min(fastest, t);
         }
       }
     }
     for (size_t i = 0; i < n; ++i)
-      if (quarter[i] > kConfirm * fastest) e_[i].out = true;
-      else if (quarter[i] > 0 && quarter[i] == fastest) leader_ = i;
+      if (part[i] > kConfirm * fastest)
+        e_[i].out = true;
+      else if (part[i] > 0 && part[i] == fastest)
+        leader_ = i;
     screened_ = true;
   }
   void run() {
@@ -483,13 +495,13 @@ class Race {
       const Entry& e = e_[i];
       if (e.set_up > 0) row.set_up.push_back({c_[i].name, flops / e.set_up * 1e-9});
       if (e.best <= 0) {
-        if (e.quarter > 0) row.rates.push_back({c_[i].name, flops / e.quarter * 1e-9});
+        if (e.part > 0) row.rates.push_back({c_[i].name, flops / e.part * 1e-9});
         continue;  // declined the node, or left at the screen
       }
       // A leader known only by the program's call, which paid for first touches of the program's
       // output: its rate is the better of that call's and its screen's (scaled).
-      const bool by_call_alone = i == called_ && i != native_ && e.samples == 1 && e.quarter > 0;
-      row.rates.push_back({c_[i].name, flops / (by_call_alone ? std::min(e.best, e.quarter) : e.best) * 1e-9});
+      const bool by_call_alone = i == called_ && i != native_ && e.samples == 1 && e.part > 0;
+      row.rates.push_back({c_[i].name, flops / (by_call_alone ? std::min(e.best, e.part) : e.best) * 1e-9});
       if (chosen < 0 || e.best < chosen) {
         chosen = e.best;
         row.choice = c_[i].name;
@@ -525,7 +537,7 @@ class Race {
     const auto runner_up = [&](size_t a, size_t b) {
       double trial = -1;
       for (size_t i = 0; i < e_.size(); ++i) {
-        const double t = e_[i].best > 0 ? e_[i].best : e_[i].quarter;
+        const double t = e_[i].best > 0 ? e_[i].best : e_[i].part;
         if (i == a || i == b || t <= 0 || c_[i].predicted_seconds >= 0) continue;
         if (trial < 0 || t < trial) {
           trial = t;
@@ -562,7 +574,7 @@ class Race {
     double spent = 0;  // seconds timed
     int samples = 0;
     bool out = false;
-    double quarter = -1;  // screened: seconds per call at the rate it ran the quarter
+    double part = -1;     // screened: seconds per call at the rate it ran its part (a quarter or an eighth)
     double set_up = -1;   // seconds: its first sample, dropped as set-up and taken again
     bool by_call = false;  // best is the program's call's time, no run on the copies beat it
     std::vector<Paired> paired;
@@ -594,7 +606,7 @@ class Race {
     size_t other = SIZE_MAX;
     for (size_t i = 0; i < e_.size(); ++i) {
       if (i == called_ || e_[i].out || c_[i].predicted_seconds >= 0) continue;
-      if (other < e_.size() || e_[i].quarter <= 0) return SIZE_MAX;
+      if (other < e_.size() || e_[i].part <= 0) return SIZE_MAX;
       other = i;
     }
     return other;
@@ -705,7 +717,7 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
     if (d > 0)
       std::snprintf(size + std::strlen(size), sizeof size - std::strlen(size), "%s%lld", size[0] ? "x" : "",
                     static_cast<long long>(d));
-  Node quarter{Sym{}, Op{}, DType::none};
+  Node part{Sym{}, Op{}, DType::none};
   try {
     row.size = size;
     Race race(scratch, candidates, mixed);
@@ -722,17 +734,19 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
         warm(candidates[i].name, node);  // the call itself warmed it
         race.native_call(i, native_seconds);
       }
-    if (native_seconds < 0 && mixed && race.make_call(race.home()) >= 0) {
+    double call_seconds = native_seconds;
+    if (native_seconds < 0 && mixed && (call_seconds = race.make_call(race.home())) >= 0) {
       warm(candidates[race.home()].name, node);
       made_call = candidates[race.home()].name;
     }
+    if (call_seconds >= kEighth) scratch.eighths();
     // Without native's call, the call may be long: the screen tells (home's call may have paid
     // several times its length for first touches of the program's new output).
-    const bool screening = (native_seconds > kScreen || native_seconds < 0) && scratch.screen(quarter);
+    const bool screening = (native_seconds > kScreen || native_seconds < 0) && scratch.screen(part);
     for (size_t i = 0; i < candidates.size(); ++i)
-      if (!warm(candidates[i].name, node)) race.warm_up(i, screening);  // on the quarter when screening
+      if (!warm(candidates[i].name, node)) race.warm_up(i, screening);  // on the part when screening
     if (screening) {
-      race.screen(static_cast<double>(b.m * b.n) / static_cast<double>(quarter.blas.m * quarter.blas.n));
+      race.screen(static_cast<double>(b.m * b.n) / static_cast<double>(part.blas.m * part.blas.n));
       // Alone, the screen's leader makes a long call.
       if (!made_call && race.make_call(race.leader()) >= 0) made_call = candidates[race.leader()].name;
     }

@@ -302,6 +302,41 @@ TEST(Measure, HomesCallSlowedByFirstTouchesRunsItsQuarter) {
       3, true);
 }
 
+// The parts of a 512x512 GEMM that a screen runs on a candidate, as m x n, when native's call took
+// `call` seconds (the candidate is 2x slower: it leaves at the screen).
+std::vector<int64_t> screened_parts(double call, const std::string& name) {
+  static std::vector<std::string> names;
+  names.push_back(name);
+  constexpr int64_t n = 512;
+  std::vector<float> a(n * n), b(n * n), c(n * n);
+  Node node{Sym{}, Op::gemm, DType::f32};
+  blas::plain_gemm(node.blas, 'N', 'N', n, n, n, a.data(), b.data(), c.data());
+  std::vector<int64_t> parts;
+  auto other = [&](Node& nd) {
+    parts.push_back(nd.blas.m * nd.blas.n);
+    const uint64_t until =
+        monotonic_ns() + static_cast<uint64_t>(2 * call * static_cast<double>(nd.blas.m * nd.blas.n) /
+                                               static_cast<double>(n * n) * 1e9);
+    while (monotonic_ns() < until) {
+    }
+    return hal::Reason::ok;
+  };
+  auto native = [](Node&) { return hal::Reason::ok; };
+  std::vector<Candidate> cs = {{"native", blas::FunctionRef<hal::Reason(Node&)>(native)},
+                               {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(other)}};
+  hal::profile::Row row;
+  const char* made_call = nullptr;
+  EXPECT_TRUE(run(node, 2.0 * n * n * n, cs, call, nullptr, row, made_call));
+  EXPECT_EQ(row.choice, "native");
+  return parts;
+}
+
+TEST(Measure, ACallOf4MsOrMoreIsScreenedOnAnEighth) {
+  // Its first use (untimed) and the screen's part, each an eighth of 512x512; a 2 ms call's, a quarter.
+  EXPECT_EQ(screened_parts(5e-3, "eighth"), (std::vector<int64_t>{64 * 512, 64 * 512}));
+  EXPECT_EQ(screened_parts(2e-3, "quarter"), (std::vector<int64_t>{128 * 512, 128 * 512}));
+}
+
 TEST(Measure, AShortCallIsNotMadeByACandidate) {
   // 0.8 ms: no screen judges it, and the caller makes the program's call on the winner.
   in_an_undisturbed_race(0.8e-3, 2.0e-3, "short-itself", [](const Race& r) {
