@@ -127,6 +127,39 @@ void in_an_undisturbed_native_race(double call, double copies, double other, con
   GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
 }
 
+// One race of native, whose program's call took `call` seconds and whose runs on the copies take
+// `copies` each, against two other candidates at `first` and `second` seconds per whole call.
+struct RaceOfThree {
+  Spinner native, first, second;
+  hal::profile::Row row;
+  const char* made_call = nullptr;
+  std::string first_name, second_name;
+  RaceOfThree(double call, double copies, double f, double s, const std::string& tag)
+      : native{copies}, first{f}, second{s} {
+    static std::vector<std::string> names;  // candidates' names must outlive the process's warm set
+    names.push_back(tag + "-first");
+    names.push_back(tag + "-second");
+    first_name = names[names.size() - 2];
+    second_name = names.back();
+    Gemm g;
+    std::vector<Candidate> c = {{"native", blas::FunctionRef<hal::Reason(Node&)>(native)},
+                                {names[names.size() - 2].c_str(), blas::FunctionRef<hal::Reason(Node&)>(first)},
+                                {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(second)}};
+    EXPECT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, call, nullptr, row, made_call));
+  }
+  bool undisturbed() const { return native.worst < 1.1 && first.worst < 1.1 && second.worst < 1.1; }
+};
+
+template <class Check>
+void in_an_undisturbed_race_of_three(double call, double copies, double first, double second, const char* name,
+                                     Check check) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    RaceOfThree r(call, copies, first, second, std::string(name) + std::to_string(attempt));
+    if (r.undisturbed()) return check(r);
+  }
+  GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
+}
+
 TEST(Measure, AWholeCallWithoutRivalsIsSampledOnce) {
   // 0.8 ms a call: a batch by itself. The other candidate is 2.5x slower: one sample of each.
   in_an_undisturbed_race(0.8e-3, 2.0e-3, "unrivalled", [](const Race& r) {
@@ -236,27 +269,12 @@ TEST(Measure, AloneARivalOfNativesCallAtTheScreenRunsNoWholeCallAndIsTriedInUse)
 TEST(Measure, AloneTwoRivalsLeftAtTheScreenAreRankedByWholeCalls) {
   // Two candidates beside native's call (4 ms) within 1.25x at the screen: a trial takes only
   // one of them, so whole calls on the copies rank them first.
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    static std::vector<std::string> names;
-    names.push_back("near" + std::to_string(attempt));
-    names.push_back("nearer" + std::to_string(attempt));
-    Spinner native{4e-3}, near{4.6e-3}, nearer{4.2e-3};
-    Gemm g;
-    std::vector<Candidate> c = {
-        {"native", blas::FunctionRef<hal::Reason(Node&)>(native)},
-        {names[names.size() - 2].c_str(), blas::FunctionRef<hal::Reason(Node&)>(near)},
-        {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(nearer)}};
-    hal::profile::Row row;
-    const char* made_call = nullptr;
-    ASSERT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, 4e-3, nullptr, row, made_call));
-    if (native.worst >= 1.1 || near.worst >= 1.1 || nearer.worst >= 1.1) continue;
-    EXPECT_GE(near.whole_calls, 1);
-    EXPECT_GE(nearer.whole_calls, 1);
-    EXPECT_EQ(row.choice, "native");
-    EXPECT_EQ(row.trial, names.back());
-    return;
-  }
-  GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
+  in_an_undisturbed_race_of_three(4e-3, 4e-3, 4.6e-3, 4.2e-3, "near", [](const RaceOfThree& r) {
+    EXPECT_GE(r.first.whole_calls, 1);
+    EXPECT_GE(r.second.whole_calls, 1);
+    EXPECT_EQ(r.row.choice, "native");
+    EXPECT_EQ(r.row.trial, r.second_name);
+  });
 }
 
 TEST(Measure, NativeFarAheadOfEveryQuarterRunsNoneOfItsOwn) {
@@ -410,25 +428,10 @@ TEST(Measure, WithNative2xBehindTheRunnerUpIsTriedAgainstTheChoice) {
   // Native is out of the question (0.45 ms on the copies, the best other 0.2), but the two others
   // ran beside each other's threads: the runner-up (0.3 ms; it may have met the other's spinning
   // workers) is tried in use against the choice, as with native left out.
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    static std::vector<std::string> names;
-    names.push_back("choice" + std::to_string(attempt));
-    names.push_back("runner-up" + std::to_string(attempt));
-    Spinner native{0.45e-3}, best{0.2e-3}, second{0.3e-3};
-    Gemm g;
-    std::vector<Candidate> c = {
-        {"native", blas::FunctionRef<hal::Reason(Node&)>(native)},
-        {names[names.size() - 2].c_str(), blas::FunctionRef<hal::Reason(Node&)>(best)},
-        {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(second)}};
-    hal::profile::Row row;
-    const char* made_call = nullptr;
-    ASSERT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, 0.5e-3, nullptr, row, made_call));
-    if (native.worst >= 1.1 || best.worst >= 1.1 || second.worst >= 1.1) continue;
-    EXPECT_EQ(row.choice, names[names.size() - 2]);
-    EXPECT_EQ(row.trial, names.back());
-    return;
-  }
-  GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
+  in_an_undisturbed_race_of_three(0.5e-3, 0.45e-3, 0.2e-3, 0.3e-3, "choice", [](const RaceOfThree& r) {
+    EXPECT_EQ(r.row.choice, r.first_name);
+    EXPECT_EQ(r.row.trial, r.second_name);
+  });
 }
 
 TEST(Measure, ACandidate1_75xAheadOfNativesRunsOnTheCopiesIsStillTried) {
