@@ -59,12 +59,12 @@ struct Trial {
   hal::profile::Row row;  // the measurement (its choice, the incumbent, so far)
   hal::Backend* backend;  // the candidate; nullptr: native (a class judged again, judge_again())
   hal::Backend* incumbent;  // nullptr: native
-  double incumbent_gflops;  // the best of the incumbent's own calls in its turns
+  double incumbent_gflops = 0;  // the best of the incumbent's own calls in its turns
   // The incumbent's turn ends after at least 3 calls and once kIncumbentTurnNs have passed or,
   // when the candidate's workers spin longer (Backend::spin_after_call_ns), that long: OpenBLAS's,
   // tried against the program's dnnl_sgemm, slow oneDNN's team to a third of its speed or less
   // until then. Its second ends earlier once it has won (its figure only rises).
-  uint64_t incumbent_until_ns;
+  uint64_t incumbent_until_ns = 0;
   int phase = 0;  // 0: the incumbent's first turn, 1: the candidate's, 2: the incumbent's second
   bool incumbent_turn = true;
   int incumbent_calls = 0;  // in both its turns
@@ -424,11 +424,11 @@ struct CallOn {
 
 // Tries `candidate` in use against `incumbent` (either nullptr: native) for class `key`, from the
 // call at hand on: the incumbent's turn comes first. `row`: the class's measurement, its choice
-// standing until the trial ends.
+// standing until the trial ends. Both are judged by their calls in use alone: the incumbent's
+// figure starts at nothing, as the candidate's does.
 Trial* open_trial(Executor& ex, int native, uint64_t key, hal::profile::Row row, hal::Backend* candidate,
-                  hal::Backend* incumbent, double incumbent_gflops, double flops, bool from_home = false) {
-  auto t =
-      std::make_unique<Trial>(Trial{native, key, std::move(row), candidate, incumbent, incumbent_gflops, 0});
+                  hal::Backend* incumbent, double flops, bool from_home = false) {
+  auto t = std::make_unique<Trial>(Trial{native, key, std::move(row), candidate, incumbent});
   t->from_home = from_home;
   t->flops = flops;
   t->incumbent_until_ns = monotonic_ns() + std::max(kIncumbentTurnNs, t->candidate_spins_ns());
@@ -480,7 +480,7 @@ const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key
             other.c_str(), hal::profile::class_text(key).c_str(), row.choice.c_str(), by, row.judged,
             row.judged == 1 ? "" : "es", unconfirmed ? " whose trial did not end" : "");
     prof.judging(native, key);
-    trial = open_trial(ex, native, key, std::move(row), candidate, incumbent, 0, blas::flops(node));
+    trial = open_trial(ex, native, key, std::move(row), candidate, incumbent, blas::flops(node));
     return trial->incumbent_name();
   } catch (...) {
     prof.release(native, key);
@@ -698,7 +698,7 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       // again begins): its race rate may be a quarter's, scaled (oneDNN's 640^3 TN SGEMM under
       // Prescott kernels: 64.8 GFLOP/s by its quarter, 52 a whole call), which kept it against the
       // instance's 62 in use.
-      trial = open_trial(ex, native, key, std::move(row), b, incumbent, 0, flops, leaves_home);
+      trial = open_trial(ex, native, key, std::move(row), b, incumbent, flops, leaves_home);
       return ran_on || !incumbent ? nullptr : incumbent->name();
     }
     prof.record(native, row);

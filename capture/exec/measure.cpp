@@ -598,7 +598,7 @@ class Race {
   // (native, or with native left out the screen's leader, the choice). Its whole calls on the
   // copies would decide nothing the trial does not decide again in use, where its figure is its
   // calls' and the maker's theirs (the race's ran beside each other's threads): it is known by its
-  // quarter, and costs none (the MLP's first class, native's Zen kernels against oneDNN, within
+  // screen's part, and costs none (the MLP's first class, native's Zen kernels against oneDNN, within
   // 1.2x at the quarter: two whole calls, 16 ms, where native ran at half its speed beside
   // oneDNN's threads). SIZE_MAX when not so: two others still in are ranked by whole calls.
   size_t tried_in_use() const {
