@@ -65,6 +65,22 @@ def first_profile(cache, program, *args, **env):
         return path, f.read()
 
 
+def set_rows(path, text, choice, judged=3, rates=None):
+    """Writes the profile `text` to `path` with each row's choice and judged count set and, given
+    `rates`, its rates: a dict of candidate -> GFLOP/s, or a function of each candidate the row has.
+    Without, the rest of each row stays as it is."""
+    if rates is None:
+        text = re.sub(r"^(row\t(?:[^\t]*\t){4})\w+\t\d+", r"\g<1>%s\t%d" % (choice, judged), text, flags=re.M)
+    else:
+        def row(m):
+            names = re.findall(r"\t(\w+)=", m.group(2))
+            given = rates.items() if isinstance(rates, dict) else [(n, rates(n)) for n in names]
+            return "%s%s\t%d%s" % (m.group(1), choice, judged, "".join("\t%s=%s" % r for r in given))
+        text = re.sub(r"^(row\t(?:[^\t]*\t){4})\w+\t\d+((?:\t\w+=[0-9.]+)+)$", row, text, flags=re.M)
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def rates_of(text):
     """{candidate: GFLOP/s} of " native=97.1 onednn=114.9"."""
     return dict((k, float(v)) for k, v in (r.split("=") for r in text.split()))
@@ -221,13 +237,9 @@ def test_a_class_measured_close_is_measured_again_in_the_other_half_of_its_sizes
     path, text = first_profile(cache, "repeated_gemm", 256, 0.1)
 
     def with_rates(native, others, choice="native"):
-        row = lambda m: m.group(1) + choice + "\t3" + "".join(
-            "\t%s=%s" % (name, native if name == "native" else others)
-            for name in re.findall(r"\t(\w+)=", m.group(2)))
-        return re.sub(r"^(row\t(?:[^\t]*\t){4})\w+\t\d+((?:\t\w+=[0-9.]+)+)$", row, text, flags=re.M)
+        set_rows(path, text, choice, rates=lambda name: native if name == "native" else others)
 
-    with open(path, "w") as f:
-        f.write(with_rates(100, 95))
+    with_rates(100, 95)
     same_half = auto(cache, "repeated_gemm", 300, 0.05)
     assert same_half.returncode == 0 and measured(same_half.stderr) == {}, same_half.stderr
     other_half = auto(cache, "repeated_gemm", 320, 0.05)
@@ -237,15 +249,13 @@ def test_a_class_measured_close_is_measured_again_in_the_other_half_of_its_sizes
     again = auto(cache, "repeated_gemm", 383, 0.05)  # the same sub-class, now known
     assert again.returncode == 0 and measured(again.stderr) == {}, again.stderr
     # Far apart, native kept: no sub-class.
-    with open(path, "w") as f:
-        f.write(with_rates(100, 50))
+    with_rates(100, 50)
     far = auto(cache, "repeated_gemm", 320, 0.05)
     assert far.returncode == 0 and measured(far.stderr) == {}, far.stderr
     # Far apart, sent to a backend: the other half is measured for itself.
     [row_line] = [l for l in text.splitlines() if l.startswith("row\t")]
     [backend] = [name for name in re.findall(r"\t(\w+)=", row_line) if name != "native"][:1]
-    with open(path, "w") as f:
-        f.write(with_rates(50, 100, backend))
+    with_rates(50, 100, backend)
     away = auto(cache, "repeated_gemm", 320, 0.05)
     got = measured(away.stderr)
     assert [cls for cls, _ in got] == ["gemm f32 transa=N transb=N m=320 n=320 k=320"], away.stderr
@@ -263,15 +273,10 @@ def test_with_native_left_out_a_class_sent_from_the_openblas_backend_is_measured
     env = {"OPENBLAS_CORETYPE": "Prescott"}
     path, text = first_profile(cache, "repeated_gemm", 256, 0.1, **env)
 
-    def write(choice, rates):
-        line = lambda m: m.group(1) + choice + "\t3" + "".join("\t%s=%s" % r for r in rates.items())
-        with open(path, "w") as f:
-            f.write(re.sub(r"^(row\t(?:[^\t]*\t){4})\w+\t\d+((?:\t\w+=[0-9.]+)+)$", line, text, flags=re.M))
-
-    write("openblas", {"openblas": 100, "onednn": 50})
+    set_rows(path, text, "openblas", rates={"openblas": 100, "onednn": 50})
     kept = auto(cache, "repeated_gemm", 320, 0.05, **env)
     assert kept.returncode == 0 and measured(kept.stderr) == {}, kept.stderr
-    write("onednn", {"openblas": 50, "onednn": 100})
+    set_rows(path, text, "onednn", rates={"openblas": 50, "onednn": 100})
     away = auto(cache, "repeated_gemm", 320, 0.05, **env)
     got = measured(away.stderr)
     assert [cls for cls, _ in got] == ["gemm f32 transa=N transb=N m=320 n=320 k=320"], away.stderr
@@ -592,9 +597,7 @@ def test_a_class_judged_close_is_judged_again_by_the_next_processes(cache):
     path, text = first_profile(cache, "repeated_gemm", 128, 0.1, **slow)
 
     def set_row(judged, native, onednn):
-        with open(path, "w") as f:
-            f.write(re.sub(r"^(row\t(?:[^\t]*\t){4})\w+\t\d+(?:\t\w+=[0-9.]+)+$",
-                           r"\g<1>onednn\t%d\tnative=%s\tonednn=%s" % (judged, native, onednn), text, flags=re.M))
+        set_rows(path, text, "onednn", judged, {"native": native, "onednn": onednn})
 
     set_row(1, 1.0, 1.2)
     second = auto(cache, "repeated_gemm", 128, 1.5, **slow)
@@ -809,8 +812,7 @@ def test_oneDNN_is_warmed_up_for_what_auto_will_measure_or_route_there(cache):
         text = f.read()
     plain = run([str(PROGRAMS / "measured_calls")], preload=False, env=ONE_THREAD)
     # Every class to native, measurement off: nothing to prepare.
-    with open(path, "w") as f:
-        f.write(re.sub(r"^(row\t(?:[^\t]*\t){4})\w+\t\d+", r"\g<1>native\t3", text, flags=re.M))
+    set_rows(path, text, "native")
     none = auto(cache, "measured_calls", SOL_TUNE="0")
     assert none.returncode == 0 and warmed_classes(none.stderr) is None, none.stderr
     assert "set openblas up" not in none.stderr, none.stderr
@@ -819,8 +821,7 @@ def test_oneDNN_is_warmed_up_for_what_auto_will_measure_or_route_there(cache):
     # otherwise tried again in use): each prepared ahead (and the set-up, measurement being on) by a
     # process that lives long enough for the start-up thread (0.2 s: a shorter one is not worth
     # it), and computed there.
-    with open(path, "w") as f:
-        f.write(re.sub(r"^(row\t(?:[^\t]*\t){4})\w+\t\d+", r"\g<1>onednn\t3", text, flags=re.M))
+    set_rows(path, text, "onednn")
     short = auto(cache, "measured_calls")
     assert short.returncode == 0 and warmed_classes(short.stderr) is None, short.stderr
     direct = run([str(PROGRAMS / "measured_calls")], env={"SOL_BACKEND": "onednn", **ONE_THREAD})
