@@ -79,6 +79,14 @@ class OpenBlas final : public hal::Backend {
     else if (set_threads && cfg.openblas_threads > 0 && !shared_ && !replaces_programs_)
       set_threads(static_cast<int>(cfg.openblas_threads));
     get_threads_ = reinterpret_cast<int (*)()>(dlsym(lib_, "openblas_get_num_threads"));
+    // A private instance's constructor started its workers, and they spin for 2^28 counter ticks
+    // (0.13 s at 2 GHz) waiting for work that may be far off: beside them, on two cores, oneDNN's
+    // OpenMP team ran a 48^3 SGEMM in 5-8 ms instead of 9 us in the race that followed the
+    // instance's set-up. Its pool goes until its first threaded call, which starts it again (as
+    // after fork: OpenBLAS's exec_blas_async() runs blas_thread_init() when no pool is up).
+    if (private_)
+      if (const auto shutdown = reinterpret_cast<void (*)()>(dlsym(lib_, "blas_thread_shutdown_")))
+        shutdown();
     return true;
   }
 
@@ -160,6 +168,7 @@ class OpenBlas final : public hal::Backend {
     // thread pool with it (unless the program has loaded the same library meanwhile).
     dlclose(lib_);
     lib_ = mine;
+    private_ = true;
     shared_ = false;
     kernels_ = core;
   }
@@ -272,6 +281,7 @@ class OpenBlas final : public hal::Backend {
 
   void* lib_ = nullptr;
   bool shared_ = false;
+  bool private_ = false;            // lib_ is a private instance (load_private())
   bool replaces_programs_ = false;  // lib_ is a private instance standing in for the program's
   int programs_threads_ = 0;        // the program's instance's thread count when that happened
   const void* programs_config_ = nullptr;  // the program's instance's openblas_get_config

@@ -138,6 +138,37 @@ def test_sgemm_results_equal_the_native_librarys(best, tmp_path):
     assert close(numbers(r.stdout), numbers(native.stdout), 1e-4, 1e-3), (r.stdout, native.stdout)
 
 
+# The process's threads just after NumPy's import, which started the program's OpenBLAS pool and
+# made a call that set the private instance up (NumPy checks its BLAS with an SDOT), and after a
+# GEMM large enough for two threads; then that GEMM's sum.
+POOL_SCRIPT = """
+import os
+import numpy as np
+after_import = len(os.listdir("/proc/self/task"))
+rng = np.random.default_rng(3)
+a, b = (rng.standard_normal((512, 512)).astype(np.float32) for _ in range(2))
+c = a @ b
+print(after_import, len(os.listdir("/proc/self/task")), "%.6e" % float(c.sum(dtype=np.float64)))
+"""
+
+
+def test_private_instance_starts_its_pool_on_its_first_threaded_call(best):
+    """The private instance's constructor starts its worker threads, which spin for 0.1-0.2 s
+    waiting for work; SOL stops them until a call needs them, so a set-up on a program's first calls
+    leaves no core busy beside the program's own pool (the race that followed a set-up ran oneDNN's
+    team at a thousandth of its speed)."""
+    env = {**PRESCOTT, "OPENBLAS_NUM_THREADS": "2"}  # one worker per pool
+    native = run([PYTHON, "-c", POOL_SCRIPT], preload=False, env=env)
+    assert native.returncode == 0, native.stderr[-3000:]
+    r = run_on_openblas([PYTHON, "-c", POOL_SCRIPT], env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert kernels(device(r.stderr)) == best, r.stderr
+    after_import, after_threaded, total = numbers(r.stdout)
+    # The call that set it up ran on one thread; the 512^3 SGEMM started its one worker.
+    assert after_threaded == after_import + 1, r.stdout
+    assert math.isclose(total, numbers(native.stdout)[2], rel_tol=1e-4, abs_tol=1e-2), (r.stdout, native.stdout)
+
+
 def test_forked_children_use_the_private_instance(best, tmp_path):
     """The parent's threaded GEMMs start the private instance's thread pool; forked workers then
     call it. fork() does not run the handlers OpenBLAS registered in its namespace's libc, so
