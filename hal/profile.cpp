@@ -597,6 +597,13 @@ std::vector<Profile::Gemm> Profile::gemms_for(const std::string& candidate, size
   return out;
 }
 
+bool Profile::settled() {
+  std::lock_guard<std::mutex> lock(mu_);
+  load_locked();
+  return !rows_.empty() &&
+         std::none_of(rows_.begin(), rows_.end(), [](const auto& r) { return judged_close(r.second); });
+}
+
 bool Profile::earlier(int native, uint64_t key, Row& out) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = earlier_.find({native, key});

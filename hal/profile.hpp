@@ -180,6 +180,9 @@ class Profile {
     int64_t m, n, k;
   };
   std::vector<Gemm> gemms_for(const std::string& candidate, size_t max);
+  // Whether the file holds rows and none that a later process judges again: a program that calls
+  // only those classes measures nothing (capture/exec/warm_up.cpp prepares no backend for it).
+  bool settled();
   // lookup() for a call: `node`, of class `key`, goes by its sub-class (sub_class_of; `key` becomes
   // that) where the class was measured, its two fastest within kCloseRates, at a call in other
   // halves (halves_of). One probe of the table for a class that does not split.

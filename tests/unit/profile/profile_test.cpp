@@ -727,5 +727,35 @@ TEST_F(ProfileFiles, TheGemmClassesOfACandidateForItsWarmUp) {
   EXPECT_TRUE(again.gemms_for("native", 16).empty());
 }
 
+TEST_F(ProfileFiles, SettledWhenItHoldsRowsAndNoneIsJudgedAgain) {
+  const uint64_t near = class_of(gemm(256, 256, 256)), far = class_of(gemm(512, 512, 512));
+  EXPECT_FALSE(Profile(cfg_).settled());  // no file: a first run measures
+  {
+    Profile p(cfg_);
+    const int lib = p.native_index("lib");
+    ASSERT_TRUE(p.claim(lib, far));
+    p.record(lib, row(far, "onednn"));  // 2x ahead, judged once: settled
+  }
+  EXPECT_TRUE(Profile(cfg_).settled());
+  {
+    Profile p(cfg_);
+    const int lib = p.native_index("lib");
+    ASSERT_TRUE(p.claim(lib, near));
+    Row r = row(near, "native");
+    r.rates = {{"native", 55}, {"onednn", 56}};  // close: the next processes judge it again
+    p.record(lib, r);
+  }
+  EXPECT_FALSE(Profile(cfg_).settled());
+  for (int judge = 2; judge <= kJudges; ++judge) {
+    Profile p(cfg_);
+    const int lib = p.native_index("lib");
+    ASSERT_EQ(p.lookup(lib, near), Profile::kJudgeAgain);
+    Row r = row(near, "native");
+    r.rates = {{"native", 55}, {"onednn", 56}};
+    p.record(lib, r);
+  }
+  EXPECT_TRUE(Profile(cfg_).settled());  // judged by kJudges processes
+}
+
 }  // namespace
 }  // namespace sol::hal::profile
