@@ -32,6 +32,16 @@ std::atomic<Startup*> g_startup{nullptr};  // set once, by the main thread at st
 // When the warm-up's backends' workers stop spinning on the cores (monotonic ns).
 std::atomic<uint64_t> g_quiet_ns{0};
 constexpr int64_t kCap = 512;
+constexpr hal::profile::Profile::Gemm kSetUp{capture::DType::f32, 'N', 'N', 64, 64, 64};
+
+// A settled profile's set-up, left to the first measurement (settle()): the backends that compile
+// kernels, and whether it is still to do (0), under way in a thread (1), or done (2).
+struct Deferred {
+  hal::Registry* registry;
+  std::vector<std::string> backends;
+};
+std::atomic<Deferred*> g_deferred{nullptr};
+std::atomic<int> g_deferred_state{0};
 
 struct Plan {
   hal::Registry* registry;
@@ -59,19 +69,25 @@ void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept {
   try {
     auto plan = std::make_unique<Plan>();
     plan->registry = &registry;
+    // Measuring times a backend on the program's first calls: its set-up (oneDNN's first small
+    // SGEMM takes about 30 ms, the kernels of every later shape included) should not be what it
+    // is timed on, nor what the program waits for. Where the profile is settled, a program that
+    // calls its classes again measures nothing, and on few cores that set-up beside its first
+    // calls cost it 4 % of a 0.75 s run (the MLP's eight SGEMMs from C, two cores): the first
+    // measurement, if any, does it then.
+    const bool speculative = profile.measuring() && !profile.settled();
+    auto deferred = std::make_unique<Deferred>();
+    deferred->registry = &registry;
     for (const hal::BackendEntry& e : hal::builtin_backends()) {
       if (!registry.compiles_kernels(e.name)) continue;
       auto classes = profile.gemms_for(e.name, kMaxClasses);
-      // Measuring times the backend on the program's first calls: its set-up (oneDNN's first
-      // small SGEMM takes about 30 ms, the kernels of every later shape included) should not be
-      // what it is timed on, nor what the program waits for. Not where the profile is settled:
-      // a program that calls its classes again measures nothing, and on few cores the set-up
-      // beside its calls cost it (the MLP's eight SGEMMs from C, 3 % a step on two cores); a
-      // class it has not met yet pays the set-up in its measurement, untimed.
-      if (profile.measuring() && !profile.settled())
-        classes.insert(classes.begin(), {capture::DType::f32, 'N', 'N', 64, 64, 64});
+      if (speculative)
+        classes.insert(classes.begin(), kSetUp);
+      else if (profile.measuring() && classes.empty())  // else its classes set it up
+        deferred->backends.emplace_back(e.name);
       if (!classes.empty()) plan->work.emplace_back(e.name, std::move(classes));
     }
+    if (!deferred->backends.empty()) g_deferred.store(deferred.release(), std::memory_order_release);
     // The openblas backend's set-up, which auto measures or routes to: where the program's
     // OpenBLAS runs kernels older than the CPU's, a private instance of the library with the right
     // ones, its threads and buffers (0.32 s of a 16-core Xeon's first call), else a look at the
@@ -108,13 +124,29 @@ void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept {
 }
 
 void settle() noexcept {
-  Startup* s = g_startup.load(std::memory_order_acquire);
-  if (!s) return;
   try {
-    s->take(std::chrono::seconds(1));
-  } catch (...) {
+    if (Startup* s = g_startup.load(std::memory_order_acquire)) s->take(std::chrono::seconds(1));
+    // A settled profile's set-up, once, here: a thread that finds another one doing it goes on
+    // (its measurement runs the backend's first call untimed), as does a child forked meanwhile.
+    int todo = 0;
+    if (Deferred* d = g_deferred.load(std::memory_order_acquire);
+        d && g_deferred_state.compare_exchange_strong(todo, 1, std::memory_order_acq_rel)) {
+      for (const std::string& name : d->backends) {
+        hal::Backend* b = d->registry->get(name);
+        if (!b) continue;
+        const uint64_t t0 = monotonic_ns();
+        run_one(*b, kSetUp);
+        const uint64_t t1 = monotonic_ns(), quiet = t1 + b->spin_after_call_ns();
+        if (quiet > g_quiet_ns.load(std::memory_order_relaxed))
+          g_quiet_ns.store(quiet, std::memory_order_release);
+        SOL_LOG(debug, "set %s up for a measurement in %.1f ms", name.c_str(),
+                static_cast<double>(t1 - t0) * 1e-6);
+      }
+      g_deferred_state.store(2, std::memory_order_release);
+    }
+  } catch (...) {  // out of memory: the measurement runs each backend's first call untimed
   }
-  // Then its backends' workers, spinning after its last call: OpenBLAS's 256^3 TN SGEMM ran at
+  // Then the backends' workers, spinning after their last call: OpenBLAS's 256^3 TN SGEMM ran at
   // 8-12 GFLOP/s (190 after) beside oneDNN's team just after the warm-up, and a measurement that
   // took 0.9 ms sent that class to oneDNN.
   const uint64_t quiet = g_quiet_ns.load(std::memory_order_acquire), now = monotonic_ns();

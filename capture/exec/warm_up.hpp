@@ -23,13 +23,15 @@ namespace sol::capture::warm_up {
 // ones). Then for every backend that compiles kernels (Backend::compiles_kernels): at most 16 of the GEMM
 // classes the profile sends there, each dimension capped at 512 (the kernel a size regime gets is
 // what matters, not the work), and, when auto may measure, a 64x64x64 SGEMM first: the backend's
-// own set-up, which measuring its first call would otherwise time. Only from the main thread, at
-// start-up; the registry and profile must outlive the process.
+// own set-up, which measuring its first call would otherwise time. Where the profile is settled
+// (Profile::settled()), that set-up is left to the first measurement, if any (settle()). Only from
+// the main thread, at start-up; the registry and profile must outlive the process.
 void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept;
 
 // Before a measurement: waits for the warm-up to end (runs it here when its thread has not begun),
-// up to a second, and then for its backends' workers to stop spinning (spin_after_call_ns). A
-// measurement beside it would time a backend on its set-up, and the others beside busy cores.
+// up to a second, runs the set-up a settled profile left to it (once per process), and then waits
+// for the backends' workers to stop spinning (spin_after_call_ns). A measurement beside them would
+// time a backend on its set-up, and the others beside busy cores.
 void settle() noexcept;
 
 }  // namespace sol::capture::warm_up

@@ -799,7 +799,8 @@ def test_oneDNN_is_warmed_up_for_what_auto_will_measure_or_route_there(cache):
     every later shape included). When auto may measure, a 64x64x64 SGEMM runs first on a start-up
     thread (or before the first measurement, which waits for it), so that measuring times oneDNN
     rather than its set-up, unless the profile is settled (no class of it is judged again: a
-    program calling its classes again measures nothing); a run that routes from the profile also
+    program calling its classes again measures nothing; its first measurement, if any, sets
+    oneDNN up before it begins); a run that routes from the profile also
     prepares the classes the profile sends there; the openblas backend is set up first (on a CPU
     its program's OpenBLAS does not know, a private instance of it). Without either, nothing runs.
     Results stay those of the chosen library."""
@@ -824,11 +825,18 @@ def test_oneDNN_is_warmed_up_for_what_auto_will_measure_or_route_there(cache):
     settled = auto(cache, "repeated_gemm", 96, 0.6)
     assert settled.returncode == 0 and not measured(settled.stderr), settled.stderr
     assert warmed_classes(settled.stderr) is None, settled.stderr
+    assert "up for a measurement" not in settled.stderr, settled.stderr
+    # A class the settled profile lacks: its measurement sets oneDNN up first, untimed.
+    new = auto(cache, "repeated_gemm", 200, 0.6)
+    assert new.returncode == 0 and measured(new.stderr), new.stderr
+    assert "sol: set onednn up for a measurement in " in new.stderr, new.stderr
+    assert new.stderr.index("up for a measurement") < new.stderr.index("sol: measured "), new.stderr
     # Classes still to be judged again (close rates, one process so far): the next process may
     # measure, and oneDNN is set up for it.
     set_rows(path, text, "native", judged=1, rates=lambda n: 100 if n == "native" else 95)
     unsettled = auto(cache, "repeated_gemm", 96, 0.6)
     assert unsettled.returncode == 0 and warmed_classes(unsettled.stderr) == 1, unsettled.stderr
+    assert "up for a measurement" not in unsettled.stderr, unsettled.stderr
     # Every class to oneDNN, settled (judged by three processes: a choice behind another's rate is
     # otherwise tried again in use): each prepared ahead (and the set-up, measurement being on) by a
     # process that lives long enough for the start-up thread (0.2 s: a shorter one is not worth
