@@ -35,13 +35,19 @@ constexpr int64_t kCap = 512;
 constexpr hal::profile::Profile::Gemm kSetUp{capture::DType::f32, 'N', 'N', 64, 64, 64};
 
 // A settled profile's set-up, left to the first measurement (settle()): the backends that compile
-// kernels, and whether it is still to do (0), under way in a thread (1), or done (2).
+// kernels, and whether a thread has taken it.
 struct Deferred {
   hal::Registry* registry;
   std::vector<std::string> backends;
 };
 std::atomic<Deferred*> g_deferred{nullptr};
-std::atomic<int> g_deferred_state{0};
+std::atomic<bool> g_deferred_taken{false};
+
+// `b` ran its last call at `ended_ns`: a measurement waits until its workers stop spinning.
+void spinning_until(const hal::Backend& b, uint64_t ended_ns) noexcept {
+  const uint64_t quiet = ended_ns + b.spin_after_call_ns();
+  if (quiet > g_quiet_ns.load(std::memory_order_relaxed)) g_quiet_ns.store(quiet, std::memory_order_release);
+}
 
 struct Plan {
   hal::Registry* registry;
@@ -112,8 +118,8 @@ void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept {
           run_one(*b, g);
           ++ran;
         }
-        const uint64_t t1 = monotonic_ns(), quiet = t1 + b->spin_after_call_ns();
-        if (quiet > g_quiet_ns.load(std::memory_order_relaxed)) g_quiet_ns.store(quiet, std::memory_order_release);
+        const uint64_t t1 = monotonic_ns();
+        spinning_until(*b, t1);
         SOL_LOG(debug, "warmed %s up for %zu class%s in %.1f ms", name.c_str(), ran, ran == 1 ? "" : "es",
                 static_cast<double>(t1 - t0) * 1e-6);
       }
@@ -128,22 +134,18 @@ void settle() noexcept {
     if (Startup* s = g_startup.load(std::memory_order_acquire)) s->take(std::chrono::seconds(1));
     // A settled profile's set-up, once, here: a thread that finds another one doing it goes on
     // (its measurement runs the backend's first call untimed), as does a child forked meanwhile.
-    int todo = 0;
     if (Deferred* d = g_deferred.load(std::memory_order_acquire);
-        d && g_deferred_state.compare_exchange_strong(todo, 1, std::memory_order_acq_rel)) {
+        d && !g_deferred_taken.exchange(true, std::memory_order_acq_rel))
       for (const std::string& name : d->backends) {
         hal::Backend* b = d->registry->get(name);
         if (!b) continue;
         const uint64_t t0 = monotonic_ns();
         run_one(*b, kSetUp);
-        const uint64_t t1 = monotonic_ns(), quiet = t1 + b->spin_after_call_ns();
-        if (quiet > g_quiet_ns.load(std::memory_order_relaxed))
-          g_quiet_ns.store(quiet, std::memory_order_release);
+        const uint64_t t1 = monotonic_ns();
+        spinning_until(*b, t1);
         SOL_LOG(debug, "set %s up for a measurement in %.1f ms", name.c_str(),
                 static_cast<double>(t1 - t0) * 1e-6);
       }
-      g_deferred_state.store(2, std::memory_order_release);
-    }
   } catch (...) {  // out of memory: the measurement runs each backend's first call untimed
   }
   // Then the backends' workers, spinning after their last call: OpenBLAS's 256^3 TN SGEMM ran at

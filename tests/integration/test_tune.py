@@ -799,11 +799,11 @@ def test_oneDNN_is_warmed_up_for_what_auto_will_measure_or_route_there(cache):
     every later shape included). When auto may measure, a 64x64x64 SGEMM runs first on a start-up
     thread (or before the first measurement, which waits for it), so that measuring times oneDNN
     rather than its set-up, unless the profile is settled (no class of it is judged again: a
-    program calling its classes again measures nothing; its first measurement, if any, sets
-    oneDNN up before it begins); a run that routes from the profile also
-    prepares the classes the profile sends there; the openblas backend is set up first (on a CPU
-    its program's OpenBLAS does not know, a private instance of it). Without either, nothing runs.
-    Results stay those of the chosen library."""
+    program calling its classes again measures nothing; its first measurement, if any, sets oneDNN
+    up before it begins); a run that routes from the profile also prepares the classes the profile
+    sends there; the openblas backend is set up first (on a CPU its program's OpenBLAS does not
+    know, a private instance of it). Without either, nothing runs. Results stay those of the chosen
+    library."""
     first = auto(cache, "measured_calls")
     assert first.returncode == 0, first.stderr
     assert warmed_classes(first.stderr) == 1, first.stderr  # the set-up alone: nothing routed yet
@@ -838,9 +838,9 @@ def test_oneDNN_is_warmed_up_for_what_auto_will_measure_or_route_there(cache):
     assert unsettled.returncode == 0 and warmed_classes(unsettled.stderr) == 1, unsettled.stderr
     assert "up for a measurement" not in unsettled.stderr, unsettled.stderr
     # Every class to oneDNN, settled (judged by three processes: a choice behind another's rate is
-    # otherwise tried again in use): each prepared ahead (and the set-up, measurement being on) by a
-    # process that lives long enough for the start-up thread (0.2 s: a shorter one is not worth
-    # it), and computed there.
+    # otherwise tried again in use): each prepared ahead (no set-up besides: the profile is settled)
+    # by a process that lives long enough for the start-up thread (0.2 s: a shorter one is not
+    # worth it), and computed there.
     set_rows(path, text, "onednn")
     short = auto(cache, "measured_calls")
     assert short.returncode == 0 and warmed_classes(short.stderr) is None, short.stderr
