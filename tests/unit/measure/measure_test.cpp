@@ -86,15 +86,22 @@ struct Race {
 };
 
 // The machine is shared: a spin preempted for long enough changes what a race sees. A decision
-// is checked on the first of a few races in which no call took 10 % longer than set.
-template <class Check>
-void in_an_undisturbed_race(double fast, double slow, const char* name, Check check, double itself_factor = 1,
-                            bool mixed = false) {
+// is checked on the first of a few races in which no call took 10 % longer than set: `race(tag)`
+// runs one, its candidates named for `name` and the attempt.
+template <class MakeRace, class Check>
+void in_the_first_undisturbed(const char* name, MakeRace race, Check check) {
   for (int attempt = 0; attempt < 8; ++attempt) {
-    Race r(fast, slow, std::string(name) + std::to_string(attempt), itself_factor, mixed);
+    const auto r = race(std::string(name) + std::to_string(attempt));
     if (r.undisturbed()) return check(r);
   }
   GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
+}
+
+template <class Check>
+void in_an_undisturbed_race(double fast, double slow, const char* name, Check check, double itself_factor = 1,
+                            bool mixed = false) {
+  in_the_first_undisturbed(
+      name, [&](const std::string& tag) { return Race(fast, slow, tag, itself_factor, mixed); }, check);
 }
 
 // One race of native, whose program's call took `call` seconds and whose runs on the copies take
@@ -120,11 +127,8 @@ struct NativeRace {
 
 template <class Check>
 void in_an_undisturbed_native_race(double call, double copies, double other, const char* name, Check check) {
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    NativeRace r(call, copies, other, std::string(name) + std::to_string(attempt));
-    if (r.undisturbed()) return check(r);
-  }
-  GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
+  in_the_first_undisturbed(
+      name, [&](const std::string& tag) { return NativeRace(call, copies, other, tag); }, check);
 }
 
 // One race of native, whose program's call took `call` seconds and whose runs on the copies take
@@ -153,11 +157,8 @@ struct RaceOfThree {
 template <class Check>
 void in_an_undisturbed_race_of_three(double call, double copies, double first, double second, const char* name,
                                      Check check) {
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    RaceOfThree r(call, copies, first, second, std::string(name) + std::to_string(attempt));
-    if (r.undisturbed()) return check(r);
-  }
-  GTEST_SKIP() << "every race had a call preempted: the machine is too loaded for this test";
+  in_the_first_undisturbed(
+      name, [&](const std::string& tag) { return RaceOfThree(call, copies, first, second, tag); }, check);
 }
 
 TEST(Measure, AWholeCallWithoutRivalsIsSampledOnce) {
