@@ -57,6 +57,21 @@ def run(cmd, *, preload=True, env=None, cwd=None, timeout=600, stdin=None):
                           timeout=timeout, stdin=stdin)
 
 
+def run_until(cmd, flag, starts, *, env=None, timeout=300):
+    """Runs cmd (a program that waits for `flag` to exist: device_gemms's until=), creating `flag`
+    once a line of its stderr starts with one of `starts`, however long that takes. A
+    CompletedProcess, as run() returns."""
+    p = subprocess.Popen(cmd, env=clean_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err = []
+    for line in p.stderr:
+        err.append(line)
+        if line.startswith(tuple(starts)):
+            open(flag, "w").close()
+    out = p.stdout.read()
+    p.wait(timeout=timeout)
+    return subprocess.CompletedProcess(cmd, p.returncode, out, "".join(err))
+
+
 def sol_lines(stderr):
     return [l for l in stderr.splitlines() if l.startswith("sol: ")]
 

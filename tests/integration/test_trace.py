@@ -266,7 +266,9 @@ def test_abnormal_exits(how, tmp_path):
 def test_full_buffers_reach_the_file_while_the_process_runs(tmp_path):
     """Blocks handed to the writer thread are in the file within a fraction of a second even when
     too few arrive to wake it at once, also after the writer went to sleep for want of blocks; a
-    process killed later loses only its thread's own last buffer (under 64 KiB of events)."""
+    process killed later loses only its thread's own last buffer (under 64 KiB of events). A queued
+    block wakes the writer at once (no timer): the half second the script then sleeps is hundreds
+    of times what writing takes, and a loaded machine delays it by a scheduler's slice or two."""
     script = ("import os, signal, time, numpy as np\n"
               "x = np.ones(8)\n"
               "for i in range(900): x.dot(x)\n"
@@ -411,21 +413,29 @@ def test_a_delay_leaves_the_start_out(tmp_path):
 
 
 def test_a_signal_turns_tracing_off_and_on(tmp_path):
+    """SOL_TRACE_TOGGLE=sigusr2: a second between two signals leaves a gap in the trace, with calls
+    traced before and after it. The first signal goes once the program is calling (its first
+    call's line on stderr), however long it took to start."""
     import signal
     import subprocess
     import time
     from conftest import clean_env
     d = tmp_path / "trace"
-    env = clean_env({"SOL_TRACE": "1", "SOL_TRACE_DIR": str(d), "SOL_TRACE_TOGGLE": "sigusr2"})
-    p = subprocess.Popen([str(PROGRAMS / "repeated_gemm"), "64", "2.5"], env=env, stdout=subprocess.PIPE,
+    env = clean_env({"SOL_TRACE": "1", "SOL_TRACE_DIR": str(d), "SOL_TRACE_TOGGLE": "sigusr2", "SOL_LOG": "debug"})
+    p = subprocess.Popen([str(PROGRAMS / "repeated_gemm"), "64", "4"], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    time.sleep(0.7)
+    for line in p.stderr:
+        if line.startswith("sol: native sgemm_"):
+            break
+    time.sleep(0.3)
     p.send_signal(signal.SIGUSR2)  # off
     time.sleep(1.0)
     p.send_signal(signal.SIGUSR2)  # on again
     out, err = p.communicate(timeout=60)
     assert p.returncode == 0, err
     ts = sorted(e["ts"] for e in events(d))
-    gap = max(b - a for a, b in zip(ts, ts[1:]))
-    assert gap >= 0.8e6, gap  # a second with nothing traced, between calls before and after
-    assert ts[0] < 0.7e6 and ts[-1] > 1.7e6
+    gaps = [b - a for a, b in zip(ts, ts[1:])]
+    # The second between the signals, less what it takes a signal to arrive: far beyond any gap
+    # between two calls of the program.
+    assert max(gaps) >= 0.8e6, max(gaps)
+    assert int(out.split("after ")[1].split()[0]) > len(ts)  # calls made while tracing was off

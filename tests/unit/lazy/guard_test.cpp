@@ -28,9 +28,16 @@ std::atomic<void*> g_last{nullptr};
 unsigned char* g_results = nullptr;
 size_t g_results_bytes = 0;
 std::mutex* g_wait = nullptr;  // when set, the callback takes it first (another thread may hold it)
+std::atomic<bool> g_waiting{false};   // the callback is about to take g_wait
+std::atomic<bool> g_released{false};  // set by g_wait's holder just before it lets go
+bool g_saw_released = false;          // what the callback saw once it held g_wait
 
 void flush(void* addr, bool) noexcept {
-  if (g_wait) std::lock_guard<std::mutex> lock(*g_wait);
+  if (g_wait) {
+    g_waiting = true;
+    std::lock_guard<std::mutex> lock(*g_wait);
+    g_saw_released = g_released;
+  }
   unguard_all();
   if (g_results) std::memset(g_results, 42, g_results_bytes);
   g_last = addr;
@@ -163,24 +170,30 @@ TEST_F(Guard, WithoutAHandlerOfItsOwnTheProgramDiesOfSigsegvAsItWouldHave) {
 }
 
 TEST_F(Guard, AFaultWhileAnotherThreadHoldsWhatTheFlushNeedsWaitsForIt) {
+  // The holder lets go only once the fault's callback is about to take what it holds, so the
+  // callback waits for it however the threads are scheduled; it then sees the release.
   Pages mem(1);
   std::mutex device;
   g_wait = &device;
+  g_waiting = false;
+  g_released = false;
+  g_saw_released = false;
   const char* why = nullptr;
   ASSERT_TRUE(guard(mem.p, 8, Protection::none, flush, why)) << why;
   std::atomic<bool> held{false};
-  std::thread submitter([&] {  // another thread busy with the device for a while
+  std::thread submitter([&] {  // another thread busy with the device
     std::lock_guard<std::mutex> lock(device);
     held = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (!g_waiting) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    g_released = true;
   });
   while (!held) std::this_thread::yield();
-  const auto t0 = std::chrono::steady_clock::now();
   std::thread reader([&] { EXPECT_EQ(static_cast<volatile unsigned char*>(mem.p)[100], 7); });
   reader.join();
   submitter.join();
   EXPECT_EQ(g_calls, 1);
-  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(20));
+  EXPECT_TRUE(g_saw_released);
 }
 
 }  // namespace
