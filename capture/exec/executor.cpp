@@ -17,6 +17,8 @@
 #include "capture/blas/call.hpp"
 #include "capture/exec/measure.hpp"
 #include "capture/exec/pairing.hpp"
+#include "capture/exec/rules.hpp"
+#include "capture/exec/trial.hpp"
 #include "capture/exec/verify.hpp"
 #include "capture/exec/warm_up.hpp"
 #include "capture/dnn/operands.hpp"
@@ -39,75 +41,26 @@ std::atomic<double> g_native_below[kNumSymbols];
 
 namespace {
 
-// Created by start_executor() and never destroyed: calls may arrive while the process exits.
-// A candidate tried in use (measure.hpp, Row::trial) against the measured choice, the incumbent
-// (native, or with native left out a CPU backend), in three turns, each of the class's calls timed:
-// the incumbent's, the candidate's, and the incumbent's again; the choice is made from what they
-// took.
-// - The incumbent's first turn gives it its figure in use: its measured one may be the program's
-//   call, which paid for first touches (the MLP's first class: native at 68 GFLOP/s measured, 185
-//   in its first turn), or a run beside the candidate's threads. The candidate then runs against
-//   that figure, and leaves early when it cannot win (a 20-step loop's first class used to stay
-//   on oneDNN at 100 GFLOP/s for the whole loop).
-// - The incumbent's second turn, 0.3 s after its first: on a shared machine a library's threads
-//   go through spells of up to a second at two thirds of their speed (OpenBLAS's 256^3 TN SGEMM
-//   at 110-130 GFLOP/s instead of 175-188, its own calls alone), and one turn may fall into one
-//   where the candidate's did not.
-struct Trial {
+// A class on trial (capture/exec/trial.hpp): the decision, and what the executor does with it.
+struct OpenTrial {
   int native;
   uint64_t key;
   hal::profile::Row row;  // the measurement (its choice, the incumbent, so far)
   hal::Backend* backend;  // the candidate; nullptr: native (a class judged again, judge_again())
   hal::Backend* incumbent;  // nullptr: native
-  double incumbent_gflops = 0;  // the best of the incumbent's own calls in its turns
-  // The incumbent's turn ends after at least 3 calls and once kIncumbentTurnNs have passed or,
-  // when the candidate's workers spin longer (Backend::spin_after_call_ns), that long: OpenBLAS's,
-  // tried against the program's dnnl_sgemm, slow oneDNN's team to a third of its speed or less
-  // until then. Its second ends earlier once it has won (its figure only rises).
-  uint64_t incumbent_until_ns = 0;
-  int phase = 0;  // 0: the incumbent's first turn, 1: the candidate's, 2: the incumbent's second
-  bool incumbent_turn = true;
-  int incumbent_calls = 0;  // in both its turns
-  int turn_calls = 0;       // in this turn
-  uint64_t until_ns = 0;    // the candidate's turn ends at its first call from then on (and its third)
-  uint64_t quiet_from_ns = 0;  // the incumbent's workers have stopped spinning (incumbent_spins_ns)
-  double best_gflops = 0;
-  int calls = 0;
-  int settled_calls = 0;  // begun from quiet_from_ns on, or since the incumbent ran other classes
-  bool done = false;
   // The class was measured in a mixed program, beside home's threads, and left them: the incumbent
-  // is home (leaving_home()).
-  bool from_home = false;
-  double flops = 0;  // of the call that opened the trial (the class's calls are alike)
-  // The program's steps: from each call of the class to its next in the same turn, none that saw a
-  // measurement begin or end (Executor::measurements), in the incumbent's turns ([0]) and the
-  // candidate's ([1]), the latest kSteps of each; the candidate's from its settled calls on. In a
-  // loop that is an iteration of it, whatever else it calls: a class whose own calls win may still
-  // slow the program's others (observe_trial()).
-  static constexpr int kSteps = 64;
-  uint64_t steps[2][kSteps] = {};
-  int step_count[2] = {0, 0};  // how many were taken (the latest kSteps kept)
-  uint64_t last_ns = 0, last_measurements = 0;
-  int last_phase = -1;
+  // is home (rules::after_race()).
+  bool from_home;
+  Trial trial;
   const char* incumbent_name() const noexcept { return incumbent ? incumbent->name() : "native"; }
   const char* candidate_name() const noexcept { return backend ? backend->name() : "native"; }
-  // How long the candidate's (the incumbent's) workers spin after its last call. Native's, as
-  // OpenBLAS's (other libraries spin less).
-  uint64_t candidate_spins_ns() const noexcept { return spins_ns(backend); }
-  uint64_t incumbent_spins_ns() const noexcept { return spins_ns(incumbent); }
-  static uint64_t spins_ns(const hal::Backend* b) noexcept {
-    return b ? b->spin_after_call_ns() : openblas_core::spin_ns();
-  }
 };
 
-// OpenBLAS's workers spin for 2^28 cycles after their last work before they sleep (0.13 s at
-// 2 GHz; GNU OpenMP's spin far less): a trial lasts beyond that, so that its best calls are the
-// candidate's own steady state in this program.
-constexpr uint64_t kTrialNs = 300'000'000;
-constexpr uint64_t kIncumbentTurnNs = 20'000'000;
-// A class of at least this much work may be measured without native (measured_choice()): a 64^3
-// GEMM, from which OpenBLAS 0.3.21 runs a GEMM on several threads.
-constexpr double kLeaveNativeOutFlops = 2.0 * 64 * 64 * 64;
+// How long a backend's workers (native's, as OpenBLAS's: other libraries spin less) spin after its
+// last call.
+uint64_t spins_ns(const hal::Backend* b) noexcept {
+  return b ? b->spin_after_call_ns() : openblas_core::spin_ns();
+}
 
 struct Executor {
   config::Config cfg;
@@ -126,22 +79,17 @@ struct Executor {
   void note_native() noexcept {
     if (!native_ran.load(std::memory_order_relaxed)) native_ran.store(true, std::memory_order_relaxed);
   }
-  // Per native library (profile index): classes where native's rate was 1.5x below the best, and
-  // the others. A library that lost every class so far is left out of the next ones' measurements
-  // in a program whose calls run elsewhere (native_outclassed()).
-  std::atomic<int> native_lost[16] = {}, native_held[16] = {};
-  bool native_outclassed(int native) const noexcept {
-    return native >= 0 && native < 16 && native_lost[native].load(std::memory_order_relaxed) >= 2 &&
-           native_held[native].load(std::memory_order_relaxed) == 0;
-  }
+  // Per native library (profile index): how it fared in its races (rules::NativeRecord).
+  rules::NativeRecord natives[16];
+  bool native_outclassed(int native) const noexcept { return native >= 0 && native < 16 && natives[native].outclassed(); }
   std::mutex trials_mu;  // trials; taken only by calls of a class on trial
-  std::vector<std::unique_ptr<Trial>> trials;  // finished ones stay: callers may hold pointers
+  std::vector<std::unique_ptr<OpenTrial>> trials;  // finished ones stay: callers may hold pointers
   // A trial began (trial_open), and its incumbent (trial_incumbent, nullptr: native) has run a call
   // of another class since (incumbent_beside): the program keeps the incumbent's threads busy, and
   // the candidate's calls in use are beside them from the first, quiet or not.
   std::atomic<bool> trial_open{false}, incumbent_beside{false};
   // Counts the races begun and ended (measured_choice()): a trial's step that saw one is not
-  // a step of the program as it runs (Trial::steps).
+  // a step of the program as it runs (Trial::Call::measurements).
   std::atomic<uint64_t> measurements{0};
   std::atomic<const hal::Backend*> trial_incumbent{nullptr};
   void note_beside(const hal::Backend* ran) noexcept {
@@ -267,7 +215,7 @@ struct OnBackend {
     const hal::Reason why = backend->supports(cm);
     if (why != hal::Reason::ok) return why;
     if (SOL_LIKELY(!measure::slowing())) return backend->run(cm);  // no clock read: 5 % of an 8^3 SGEMM
-    const uint64_t t0 = monotonic_ns();
+    const measure::Started t0 = measure::started();
     const hal::Reason r = backend->run(cm);
     measure::slow_down_if_asked(backend->name(), t0);
     return r;
@@ -426,12 +374,10 @@ struct CallOn {
 // call at hand on: the incumbent's turn comes first. `row`: the class's measurement, its choice
 // standing until the trial ends. Both are judged by their calls in use alone: the incumbent's
 // figure starts at nothing, as the candidate's does.
-Trial* open_trial(Executor& ex, int native, uint64_t key, hal::profile::Row row, hal::Backend* candidate,
-                  hal::Backend* incumbent, double flops, bool from_home = false) {
-  auto t = std::make_unique<Trial>(Trial{native, key, std::move(row), candidate, incumbent});
-  t->from_home = from_home;
-  t->flops = flops;
-  t->incumbent_until_ns = monotonic_ns() + std::max(kIncumbentTurnNs, t->candidate_spins_ns());
+OpenTrial* open_trial(Executor& ex, int native, uint64_t key, hal::profile::Row row, hal::Backend* candidate,
+                      hal::Backend* incumbent, double flops, bool from_home = false) {
+  auto t = std::make_unique<OpenTrial>(OpenTrial{native, key, std::move(row), candidate, incumbent, from_home,
+                                                 Trial(decision_ns(), flops, spins_ns(candidate), spins_ns(incumbent))});
   std::lock_guard<std::mutex> lock(ex.trials_mu);
   ex.trials.push_back(std::move(t));
   ex.incumbent_beside.store(false, std::memory_order_relaxed);
@@ -441,12 +387,21 @@ Trial* open_trial(Executor& ex, int native, uint64_t key, hal::profile::Row row,
   return ex.trials.back().get();
 }
 
+// What a candidate's name stands for in this process, for `node` (rules::Kind).
+rules::KindOf kind_of(Executor& ex, const Node& node) {
+  return [&ex, native = node.native != nullptr](const std::string& name) {
+    if (name == "native") return native ? rules::Kind::native : rules::Kind::none;
+    const hal::Backend* b = ex.registry.get(name);
+    return !b ? rules::Kind::none : b->accelerator() ? rules::Kind::accelerator : rules::Kind::cpu;
+  };
+}
+
 // A class that earlier processes judged close (Profile::kJudgeAgain): its choice in the profile,
 // the incumbent, and the fastest other candidate tried in use again in this process. The
 // incumbent's turn comes first: the process's first call of the class goes where the profile
 // says, as in any process after the first. Where there is no trial to make (or this call is
 // invalid), the class routes by the earlier row as it stands.
-const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key, Trial*& trial) noexcept {
+const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key, OpenTrial*& trial) noexcept {
   hal::profile::Profile& prof = ex.profile;
   try {
     hal::profile::Row row;
@@ -457,22 +412,10 @@ const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key
     // An invalid call is no call to time (native's would only report it).
     if (blas::check(node).level != blas::ArgError::none)
       return prof.candidate_name(prof.keep_earlier(native, key));
-    // A place to run: native where the program has a library, a CPU backend that can be used here.
-    auto usable = [&](const std::string& name, hal::Backend*& b) {
-      b = name == "native" ? nullptr : ex.registry.get(name);
-      return name == "native" ? node.native != nullptr : b && !b->accelerator();
-    };
-    hal::Backend* incumbent = nullptr;
-    hal::Backend* candidate = nullptr;
-    std::string other;
-    double best = 0;
-    if (usable(row.choice, incumbent))
-      for (const auto& r : row.rates) {
-        hal::Backend* b = nullptr;
-        if (r.candidate == row.choice || r.gflops <= best || !usable(r.candidate, b)) continue;
-        other = r.candidate, candidate = b, best = r.gflops;
-      }
+    const std::string other = rules::rival(row, kind_of(ex, node));
     if (other.empty()) return prof.candidate_name(prof.keep_earlier(native, key));
+    hal::Backend* incumbent = row.choice == "native" ? nullptr : ex.registry.get(row.choice);
+    hal::Backend* candidate = other == "native" ? nullptr : ex.registry.get(other);
     const bool unconfirmed = hal::profile::unconfirmed(row);
     char by[48] = "kept there by";
     if (!unconfirmed) std::snprintf(by, sizeof by, "judged within %.1fx by", hal::profile::kJudgeAgainRates);
@@ -488,35 +431,6 @@ const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key
   }
 }
 
-// In a mixed program (`home`: where most of its calls run), a class that its measurement sends to
-// another CPU backend is tried there in use against home (home's turn first), and goes there only
-// if its own calls, beside home's threads as the program keeps them busy, beat home's by 3 %. The
-// race charged it for switching between the two libraries' threads, but on few cores its figures
-// follow whichever pool spun last, the previous measurement's or a candidate's own: home's own
-// runs of a 1024x256x10 SGEMM that oneDNN runs at 52 GFLOP/s timed at 0.7, and two such classes
-// went to the OpenBLAS instance between oneDNN's calls (a step of the MLP's GEMMs from C took
-// 56-60 ms instead of 36-39). Sets `row`'s trial to the measured choice, and its choice and
-// `incumbent` to home; false where it does not apply. Home is the class's choice until the trial
-// ends: a process that ends first leaves it there in the profile, rates as measured (the next
-// process routes it home from its first call; one whose rates are close judges it again), rather
-// than a choice that would make the next run mixed before any call of it was timed in use.
-bool leaving_home(Executor& ex, const std::string& home, bool native_in, hal::profile::Row& row,
-                  hal::Backend*& incumbent) {
-  if (home.empty() || !row.trial.empty() || row.choice == home) return false;
-  hal::Backend* chosen = ex.registry.get(row.choice);
-  if (!chosen || chosen->accelerator()) return false;
-  const bool home_native = home == "native";  // home's calls are the program's own library's
-  hal::Backend* h = home_native ? nullptr : ex.registry.get(home);
-  if (home_native ? !native_in : !h || h->accelerator()) return false;
-  bool measured = false;  // home was in the race (it may have declined the class)
-  for (const auto& r : row.rates) measured |= r.candidate == home;
-  if (!measured) return false;
-  row.trial = row.choice;
-  row.choice = home;
-  incumbent = h;
-  return true;
-}
-
 // What auto measured fastest for this node's shape class ("native" or a backend's name), measuring
 // it now if nobody has: nullptr when nothing is known (the router's built-in order decides).
 // Measuring runs the call itself natively first, timed, as native's sample; with native left out,
@@ -525,7 +439,7 @@ bool leaving_home(Executor& ex, const std::string& home, bool native_in, hal::pr
 // Only valid calls are measured: `err` (with `checked` set) holds the check when one was needed.
 // A class on trial: `trial` is set, and the candidate's name returned.
 const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn native_call, const char*& ran_on,
-                            blas::ArgError& err, bool& checked, Trial*& trial) noexcept {
+                            blas::ArgError& err, bool& checked, OpenTrial*& trial) noexcept {
   ran_on = nullptr;
   trial = nullptr;
   hal::profile::Profile& prof = ex.profile;
@@ -537,9 +451,9 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
   if (v == hal::profile::Profile::kTrial) {
     std::lock_guard<std::mutex> lock(ex.trials_mu);
     for (const auto& t : ex.trials)
-      if (!t->done && t->native == native && t->key == key) {
+      if (!t->trial.done() && t->native == native && t->key == key) {
         trial = t.get();
-        return t->incumbent_turn ? t->incumbent_name() : t->candidate_name();
+        return t->trial.incumbent_turn() ? t->incumbent_name() : t->candidate_name();
       }
     return nullptr;  // decided meanwhile
   }
@@ -570,10 +484,10 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
                 : row_major_own                             ? const_cast<void*>(node.native)
                                                             : native_routine(routine);
     auto run_native = [&](Node& cm) noexcept {
-      const uint64_t t0 = monotonic_ns();
+      const measure::Started t0 = measure::slowing() ? measure::started() : measure::Started{};
       if (row_major_own) blas::call_dnnl_sgemm(own, cm);
       else blas::call_fortran(routine, own, cm);
-      measure::native_slowed_if_asked(t0);
+      measure::native_slowed_if_asked(t0, true);
       return hal::Reason::ok;
     };
     std::vector<hal::Backend*> backends;
@@ -602,20 +516,15 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       home = prof.home(native);
       if (home.empty()) home = "native";
     }
-    // A misdetected library (Prescott kernels on an AVX-512 machine): run by a backend with this
-    // CPU's kernels, or lost each class so far by 1.5x in a program whose calls now run on a
-    // backend. Its call, several times slower than the others', is neither made nor measured;
-    // the chosen candidate computes it. Not a call under a 64^3 GEMM's work: OpenBLAS runs it on
-    // one thread, native's samples cost a few hundred microseconds at most, and the kernels for
-    // this CPU are not always the faster there (OpenBLAS 0.3.21's Zen DGEMM runs 32^3 and 40^3 at
-    // 7.3-7.7 GFLOP/s, its Prescott kernels at 8.1-8.7: the sweep's cells at 0.89 of native).
+    // A misdetected library (Prescott kernels on an AVX-512 machine), or one that lost each class
+    // so far: its call, several times slower than the others', is neither made nor measured; the
+    // chosen candidate computes it.
     std::string left_out;
-    if (own && flops >= kLeaveNativeOutFlops) {
+    if (own) {
+      const char* outclassing = nullptr;
       for (hal::Backend* b : backends)
-        if (left_out.empty() && b->outclasses_native(routine, own))
-          left_out = std::string(b->name()) + " runs its library with this CPU's kernels";
-      if (left_out.empty() && !home.empty() && home != "native" && ex.native_outclassed(native))
-        left_out = "it lost each earlier class by 1.5x";
+        if (!outclassing && b->outclasses_native(routine, own)) outclassing = b->name();
+      left_out = rules::native_left_out(flops, outclassing, home, ex.native_outclassed(native));
     }
     const bool outclassed = !left_out.empty();
     if (outclassed) candidates.erase(candidates.begin());  // native is first
@@ -627,16 +536,17 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     warm_up::settle();
     double native_seconds = -1;
     if (native_in) {
-      const uint64_t t0 = monotonic_ns();
+      const uint64_t t0 = decision_ns();
+      const measure::Started slow = measure::slowing() ? measure::started() : measure::Started{};
       native_call();
-      measure::native_in_spell_if_asked(t0);
-      native_seconds = static_cast<double>(monotonic_ns() - t0) * 1e-9;
+      measure::native_slowed_if_asked(slow, false);
+      native_seconds = static_cast<double>(decision_ns() - t0) * 1e-9;
       ran_on = "native";
       ex.note_native();
     }
     hal::profile::Row row;
     row.key = key;
-    const uint64_t measuring_from = monotonic_ns();
+    const uint64_t measuring_from = decision_ns();
     const char* made_call = nullptr;
     const bool measured =
         measure::run(node, flops, candidates, native_seconds, home.empty() ? nullptr : home.c_str(), row, made_call);
@@ -647,14 +557,7 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       return nullptr;
     }
     if (outclassed) ex.note_native();  // the program's calls of other classes come after this one
-    if (native >= 0 && native < 16 && !outclassed) {
-      double native_rate = 0, best = 0;
-      for (const auto& r : row.rates) {
-        if (r.candidate == "native") native_rate = r.gflops;
-        best = std::max(best, r.gflops);
-      }
-      (native_rate > 0 && 1.5 * native_rate < best ? ex.native_lost : ex.native_held)[native].fetch_add(1);
-    }
+    if (native >= 0 && native < 16 && !outclassed) ex.natives[native].note(row);
     if (log::enabled(log::Level::debug)) {
       const auto text = [](const std::vector<hal::profile::Rate>& rates) {
         std::string t;
@@ -665,40 +568,29 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       SOL_LOG(
           debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s (measuring took %.1f ms%s%s%s%s%s%s%s%s%s)",
           hal::profile::class_text(key).c_str(), symbol_name(node.sym), row.size.c_str(), rates.c_str(),
-          row.choice.c_str(), static_cast<double>(monotonic_ns() - measuring_from) * 1e-6,
+          row.choice.c_str(), static_cast<double>(decision_ns() - measuring_from) * 1e-6,
           home.empty() ? "" : ", beside ", home.c_str(), home.empty() ? "" : "'s threads",
           outclassed ? "; native left out: " : "", left_out.c_str(), made_call ? "; the call itself on " : "",
           made_call ? made_call : "", set_up.empty() ? "" : "; first run taken again:", set_up.c_str());
     }
     warn_if_measured_slow(node, flops, row, home);
-    // The trial is against native when native was measured and the choice is native or on trial
-    // itself, else against the choice (native left out, or 2x behind: measure::run()); in a mixed
-    // program, against home, for a class measured away from it.
-    const bool against_native =
-        native_in && (row.trial.empty() || row.choice == "native" || row.trial == row.choice);
-    hal::Backend* incumbent = against_native ? nullptr : ex.registry.get(row.choice);
-    const bool leaves_home = leaving_home(ex, home, native_in, row, incumbent);
-    if (hal::Backend* b = row.trial.empty() ? nullptr : ex.registry.get(row.trial);
-        b && b != incumbent && (against_native || incumbent)) {
-      const std::string incumbent_name = incumbent ? incumbent->name() : "native";
-      SOL_LOG(debug, "trying %s in use for %s, between two turns of %s's: %s", b->name(),
-              hal::profile::class_text(key).c_str(), incumbent_name.c_str(),
-              leaves_home ? "measured away from the threads most of the program's calls run on"
-                          : "measured beside each other's threads");
+    const rules::NextTrial next = rules::after_race(row, native_in, home, kind_of(ex, node));
+    if (!next.candidate.empty()) {
+      hal::Backend* incumbent = next.incumbent == "native" ? nullptr : ex.registry.get(next.incumbent);
+      SOL_LOG(debug, "trying %s in use for %s, between two turns of %s's: %s", next.candidate.c_str(),
+              hal::profile::class_text(key).c_str(), next.incumbent.c_str(),
+              next.from_home ? "measured away from the threads most of the program's calls run on"
+                             : "measured beside each other's threads");
       // The choice is recorded first: it stands if the process ends before the trial. One that
-      // would leave home stays home's meanwhile (leaving_home()): the classes measured during its
-      // trial are measured beside the threads the program's calls run on.
+      // would leave home stays home's meanwhile: the classes measured during its trial are
+      // measured beside the threads the program's calls run on.
       prof.record(native, row);
       // This call, when nobody made it while measuring, and the next go to the incumbent: its
       // first turn, this call included. (Not a call of another class on the incumbent's threads,
       // which would count the candidate's calls as settled from the first, beside those threads
-      // still spinning from this one: on a 16-core Xeon, oneDNN left after three calls at 339
-      // GFLOP/s, against 490 for OpenBLAS's SkylakeX instance, where it runs at 1030.)
-      // The incumbent's figure is its calls' in use, as the candidate's is (and as a class judged
-      // again begins): its race rate may be a quarter's, scaled (oneDNN's 640^3 TN SGEMM under
-      // Prescott kernels: 64.8 GFLOP/s by its quarter, 52 a whole call), which kept it against the
-      // instance's 62 in use.
-      trial = open_trial(ex, native, key, std::move(row), b, incumbent, flops, leaves_home);
+      // still spinning from this one.)
+      trial = open_trial(ex, native, key, std::move(row), ex.registry.get(next.candidate), incumbent, flops,
+                         next.from_home);
       return ran_on || !incumbent ? nullptr : incumbent->name();
     }
     prof.record(native, row);
@@ -710,116 +602,36 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
   return chosen >= 0 ? prof.candidate_name(chosen) : nullptr;
 }
 
-// The median of `n` steps (n > 0), in ms.
-double median_ms(const uint64_t* steps, int n) {
-  uint64_t s[Trial::kSteps];
-  std::copy(steps, steps + n, s);
-  std::sort(s, s + n);
-  return (n % 2 ? static_cast<double>(s[n / 2]) : 0.5 * static_cast<double>(s[n / 2 - 1] + s[n / 2])) * 1e-6;
-}
-
 // One call of a class on trial, begun at `started_ns`, at `gflops` (< 0: the candidate declined
-// it), made by the incumbent in its turn. Once the three turns are over (or the candidate left
-// early), the class goes to the candidate if its best call beat the incumbent's best (measured or
-// in use) by 3 %, and the program's steps (Trial::steps) in its turn were not 2 % slower than in
-// the incumbent's. A call's own time misses what the switch costs the program's other calls: in
-// the MLP's GEMMs from C (Prescott kernels, the OpenBLAS instance home), two 1024x256x10 classes
-// beat the instance on oneDNN at their best (45 GFLOP/s against 20), but half their calls there
-// took 3-8 ms beside the instance's spinning workers instead of 0.15, and the instance's next
-// calls slowed by a third: a step took 44 ms instead of 36. Such a candidate is charged the steps'
-// difference, in the incumbent's time, as its rate in the profile.
-void observe_trial(Executor& ex, Trial& t, double gflops, bool by_incumbent, uint64_t started_ns) noexcept {
+// it), made by the incumbent in its turn or by the candidate. When it ends the trial, the class goes
+// where the trial says (capture/exec/trial.hpp), and the profile keeps both figures in use.
+void observe_trial(Executor& ex, OpenTrial& t, double gflops, bool by_incumbent, uint64_t started_ns) noexcept {
   std::lock_guard<std::mutex> lock(ex.trials_mu);
-  if (t.done || by_incumbent != t.incumbent_turn) return;
-  const uint64_t now = monotonic_ns();
-  const uint64_t measurements = ex.measurements.load(std::memory_order_relaxed);
-  const bool settled =
-      by_incumbent || t.last_ns >= t.quiet_from_ns || ex.incumbent_beside.load(std::memory_order_relaxed);
-  if (t.last_phase == t.phase && t.last_measurements == measurements && started_ns > t.last_ns && settled) {
-    int& n = t.step_count[by_incumbent ? 0 : 1];
-    t.steps[by_incumbent ? 0 : 1][n++ % Trial::kSteps] = started_ns - t.last_ns;
-  }
-  t.last_phase = t.phase;
-  t.last_ns = started_ns;
-  t.last_measurements = measurements;
-  if (by_incumbent) {
-    if (gflops > t.incumbent_gflops) t.incumbent_gflops = gflops;
-    ++t.incumbent_calls;
-    const bool won = t.phase == 2 && 1.03 * t.incumbent_gflops >= t.best_gflops;
-    if (++t.turn_calls < 3 || (!won && now < t.incumbent_until_ns)) return;
-    if (t.phase == 0) {  // the candidate's turn
-      if (!t.incumbent) measure::native_turn_over();
-      t.phase = 1;
-      t.incumbent_turn = false;
-      const uint64_t spins = t.incumbent_spins_ns();
-      t.quiet_from_ns = now + spins;
-      t.until_ns = now + std::max(kTrialNs, spins + kTrialNs / 2);
-      return;
-    }
-  } else {
-    if (gflops > t.best_gflops) t.best_gflops = gflops;
-    ++t.calls;
-    if (started_ns >= t.quiet_from_ns || ex.incumbent_beside.load(std::memory_order_relaxed))
-      ++t.settled_calls;
-    // A candidate whose best call in use is still behind the incumbent's figure once it runs as it
-    // will in this program cannot win: the incumbent's second turn could only raise that figure,
-    // and each further call would cost the program what the candidate loses. That is from its
-    // first call begun after the incumbent's workers stopped spinning (a call begun before and
-    // ended after ran beside them: on a 16-core Xeon, oneDNN's 256^3 SGEMM took 10 ms there), or
-    // at once in a program whose other classes keep them busy. 1.5x behind, one call there says
-    // so (three in all); 2x behind, two calls there do (a spell of a shared machine's slows a
-    // library to two thirds of its speed, not half; the PyTorch MLP's first class on oneDNN under
-    // Prescott kernels: 4 ms a step for each call more); 10 % behind, three calls there do.
-    // (Before that, OpenBLAS's spinning workers slow oneDNN's team to 4 GFLOP/s on a 256^3 SGEMM
-    // that it runs at 220, in a program calling nothing else.)
-    const bool lost = (t.settled_calls > 0 && t.calls >= 3 &&
-                       (t.settled_calls >= 3 ? 1.1 : 1.5) * t.best_gflops < t.incumbent_gflops) ||
-                      (t.settled_calls >= 2 && 2 * t.best_gflops < t.incumbent_gflops);
-    if (gflops >= 0 && !lost && (t.calls < 3 || now < t.until_ns)) return;
-    if (gflops >= 0 && !lost) {  // the incumbent's second turn
-      t.phase = 2;
-      t.incumbent_turn = true;
-      t.turn_calls = 0;
-      t.incumbent_until_ns = now + std::max(kIncumbentTurnNs, t.candidate_spins_ns());
-      return;
-    }
-  }
-  t.done = true;
+  const Trial::Call call{gflops, by_incumbent, started_ns, decision_ns(), ex.measurements.load(std::memory_order_relaxed),
+                         ex.incumbent_beside.load(std::memory_order_relaxed)};
+  if (!t.trial.observe(call)) return;
   bool open = false;
-  for (const auto& other : ex.trials) open = open || !other->done;
+  for (const auto& other : ex.trials) open = open || !other->trial.done();
   ex.trial_open.store(open, std::memory_order_relaxed);
-  bool wins = gflops >= 0 && t.best_gflops > 1.03 * t.incumbent_gflops;
-  // The program's steps, where both turns had some: the candidate's turn 2 % slower loses, and is
-  // charged the difference (below the incumbent's rate).
+  const Trial::Verdict v = t.trial.verdict();
   char steps[96] = "";
-  double candidate_gflops = t.best_gflops;
-  if (t.step_count[0] > 0 && t.step_count[1] > 0) {
-    const double home_ms = median_ms(t.steps[0], std::min(t.step_count[0], Trial::kSteps));
-    const double away_ms = median_ms(t.steps[1], std::min(t.step_count[1], Trial::kSteps));
-    std::snprintf(steps, sizeof steps, "; a call every %.4g ms, %.4g on %s", away_ms, home_ms,
-                  t.incumbent_name());
-    if (away_ms > 1.02 * home_ms && t.flops > 0 && t.incumbent_gflops > 0) {
-      wins = false;
-      const double own_ms = t.flops / t.incumbent_gflops * 1e-6;
-      candidate_gflops = std::min(t.best_gflops, t.flops / (own_ms + away_ms - home_ms) * 1e-6);
-    }
-  }
+  if (v.home_ms >= 0)
+    std::snprintf(steps, sizeof steps, "; a call every %.4g ms, %.4g on %s", v.away_ms, v.home_ms, t.incumbent_name());
   try {
     for (auto& r : t.row.rates) {
-      if (r.candidate == t.candidate_name()) r.gflops = candidate_gflops;
-      if (r.candidate == t.incumbent_name()) r.gflops = t.incumbent_gflops;
+      if (r.candidate == t.candidate_name()) r.gflops = v.candidate_gflops;
+      if (r.candidate == t.incumbent_name()) r.gflops = v.incumbent_gflops;
     }
-    t.row.choice = wins ? t.candidate_name() : t.incumbent_name();
+    t.row.choice = v.wins ? t.candidate_name() : t.incumbent_name();
     t.row.trial.clear();
     // The class was measured alone, before the program's other classes settled where its calls
     // mostly run; a trial that ends away from there is measured again beside those threads.
     const std::string home = ex.profile.home(t.native, t.key);
     const bool again =
         !t.from_home && !home.empty() && home != t.row.choice && ex.profile.measure_again(t.native, t.key);
-    SOL_LOG(debug,
-            "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns%s; %s%s%s",
-            t.candidate_name(), hal::profile::class_text(t.key).c_str(), t.best_gflops, t.calls,
-            t.incumbent_name(), t.incumbent_gflops, t.incumbent_calls, t.phase == 2 ? 2 : 1, steps,
+    SOL_LOG(debug, "tried %s in use for %s: %.1f GFLOP/s over %d calls, %s %.1f over %d in %d turns%s; %s%s%s",
+            t.candidate_name(), hal::profile::class_text(t.key).c_str(), v.best_gflops, v.calls, t.incumbent_name(),
+            v.incumbent_gflops, v.incumbent_calls, v.turns, steps,
             again ? "measuring it again beside " : "auto takes ", again ? home.c_str() : t.row.choice.c_str(),
             again ? "'s threads" : "");
     if (again) return;
@@ -1127,7 +939,7 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
   blas::ArgError err;
   bool checked = false;
   const char* measured = nullptr;
-  Trial* trial = nullptr;
+  OpenTrial* trial = nullptr;
   const uint32_t changes = ex->profile.changes();  // before the lookup: a change after it voids a memo
   const PlanKey key = plan_key(node);
   PlanEntry& entry = plan_entry(key);
@@ -1145,11 +957,12 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
       if (measured && measured[0] == 'n' && std::strcmp(measured, "native") == 0 && node.native) {
         ex->note_native();
         if (SOL_UNLIKELY(trial != nullptr)) {  // native's turn in a trial: timed
-          const uint64_t t0 = monotonic_ns();
+          const uint64_t t0 = decision_ns();
+          const measure::Started slow = measure::slowing() ? measure::started() : measure::Started{};
           native();
-          measure::native_in_spell_if_asked(t0);
+          measure::native_slowed_if_asked(slow, false);
           measure::native_in_trial_ended();
-          observe_trial(*ex, *trial, flops / (static_cast<double>(monotonic_ns() - t0) * 1e-9) * 1e-9,
+          observe_trial(*ex, *trial, flops / (static_cast<double>(decision_ns() - t0) * 1e-9) * 1e-9,
                         trial->incumbent == nullptr, t0);
           return "native";
         }
@@ -1187,10 +1000,10 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
       native();
       return "native";
     }
-    const uint64_t t0 = trial ? monotonic_ns() : 0;
+    const uint64_t t0 = trial ? decision_ns() : 0;
     const hal::Reason r = run_on(*ex, *c.backend, node);
     if (trial && (c.backend == trial->backend || c.backend == trial->incumbent)) {
-      const double seconds = static_cast<double>(monotonic_ns() - t0) * 1e-9;
+      const double seconds = static_cast<double>(decision_ns() - t0) * 1e-9;
       observe_trial(*ex, *trial, r == hal::Reason::ok ? flops / seconds * 1e-9 : -1,
                     c.backend == trial->incumbent, t0);
       trial = nullptr;

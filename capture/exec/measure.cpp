@@ -26,8 +26,9 @@ namespace {
 // ("name:inuse": the program's calls, a trial's included), its first timed run of a class
 // ("name:once"), its calls begun while native's workers would still spin from native's last call
 // in a trial ("name:beside"), the program's next call in the same thread when another backend
-// makes it ("name:switch", in use), or native's calls until a trial's first turn of native's ends
-// ("native:spell"). Knobs of other code ("opencl:startup") are left to it.
+// makes it ("name:switch", in use). Each makes what it slows fifty times as long: a difference no
+// load on the machine makes, so that the tests that steer a decision with it get the same one on
+// any machine. Knobs of other code ("opencl:startup") are left to it.
 struct SlowKnob {
   char backend[32] = "";
   bool after = false, measured_only = false, in_use = false, once = false, beside = false, switch_ = false;
@@ -35,8 +36,8 @@ struct SlowKnob {
 struct SlowKnobs {
   SlowKnob knobs[4];
   int count = 0;
-  bool spell = false;
 };
+constexpr uint64_t kSlower = 50;  // times as long
 const SlowKnobs& slow_knobs() noexcept {
   static const SlowKnobs knobs = [] {
     SlowKnobs ks;
@@ -57,8 +58,7 @@ const SlowKnobs& slow_knobs() noexcept {
       k.once = std::strcmp(how, "once") == 0;
       k.beside = std::strcmp(how, "beside") == 0;
       k.switch_ = std::strcmp(how, "switch") == 0;
-      if (std::strcmp(k.backend, "native") == 0 && std::strcmp(how, "spell") == 0) ks.spell = true;
-      else if (!*how || k.after || k.measured_only || k.in_use || k.once || k.beside || k.switch_)
+      if (!*how || k.after || k.measured_only || k.in_use || k.once || k.beside || k.switch_)
         ks.knobs[ks.count++] = k;
       p = end ? end + 1 : nullptr;
     }
@@ -68,31 +68,44 @@ const SlowKnobs& slow_knobs() noexcept {
 }
 thread_local bool t_native_owes = false;  // a "name:after" backend ran last in this thread
 thread_local const char* t_switched_from = nullptr;  // a "name:switch" backend ran last in use here
-std::atomic<bool> g_spell_over{false};    // "native:spell": a trial's first turn of native's ended
-thread_local bool t_measuring = false;    // this thread runs a measurement's race
+thread_local bool t_measuring = false;    // this thread runs a measurement (its warm-ups, screen and race)
+thread_local bool t_warming = false;      // a candidate's untimed first run in a measurement
 thread_local bool t_race_call = false;    // the program's call, made by a candidate in a race
 thread_local bool t_slowed_once = false;  // "name:once": this race slowed its first run already
+thread_local bool t_probing = false;      // a probe's run (Probe): home's calls around another's
 std::atomic<uint64_t> g_native_ended_ns{0};  // "name:beside": when native's last call in a trial ended
 
-void spin_for(uint64_t ns) noexcept {
-  const uint64_t until = monotonic_ns() + ns;
-  while (monotonic_ns() < until) {
+uint64_t thread_cpu_ns() noexcept {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// Spins until the thread has spent kSlower times the processor time on the run that it had by now,
+// at most kMaxExtraNs more: a backend's first run, its set-up, would otherwise take seconds.
+constexpr uint64_t kMaxExtraNs = 100'000'000;
+void slow_since(const Started& run) noexcept {
+  const uint64_t now = thread_cpu_ns();
+  const uint64_t until = now + std::min(kMaxExtraNs, (kSlower - 1) * (now - run.cpu_ns));
+  while (thread_cpu_ns() < until) {
   }
 }
 
 }  // namespace
 
 bool slowing() noexcept {
-  const SlowKnobs& knobs = slow_knobs();
-  return knobs.count > 0 || knobs.spell;
+  return slow_knobs().count > 0;
 }
 
-void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept {
+Started started() noexcept {
+  return {monotonic_ns(), thread_cpu_ns()};
+}
+
+void slow_down_if_asked(const char* backend, const Started& run) noexcept {
   const SlowKnobs& knobs = slow_knobs();
   if (SOL_LIKELY(knobs.count == 0)) return;
   if (!t_measuring) {  // "name:switch": this call follows one of that backend's, on another
-    if (t_switched_from && std::strcmp(t_switched_from, backend) != 0)
-      spin_for(9 * (monotonic_ns() - started_ns));
+    if (t_switched_from && std::strcmp(t_switched_from, backend) != 0) slow_since(run);
     t_switched_from = nullptr;
   }
   for (int i = 0; i < knobs.count; ++i) {  // a backend's knobs combine ("onednn:measured,onednn:beside")
@@ -100,25 +113,22 @@ void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept {
     if (std::strcmp(knob.backend, backend) != 0) continue;
     if (knob.after) {
       t_native_owes = true;
+    } else if (t_probing) {
+      continue;
     } else if (knob.switch_) {
       if (!t_measuring) t_switched_from = knob.backend;
     } else if (knob.once) {
-      if (t_measuring && !t_slowed_once) {
+      if (t_measuring && !t_warming && !t_slowed_once) {
         t_slowed_once = true;
-        spin_for(49 * (monotonic_ns() - started_ns));  // a compiled kernel's first run: 200x in oneDNN
+        slow_since(run);
       }
     } else if (knob.beside) {
       const uint64_t ended = g_native_ended_ns.load(std::memory_order_relaxed);
-      if (ended && started_ns < ended + openblas_core::spin_ns()) spin_for(9 * (monotonic_ns() - started_ns));
+      if (ended && run.wall_ns < ended + openblas_core::spin_ns()) slow_since(run);
     } else if (knob.in_use ? !t_measuring : !knob.measured_only || t_measuring || t_race_call) {
-      spin_for(9 * (monotonic_ns() - started_ns));
+      slow_since(run);
     }
   }
-}
-
-void native_in_spell_if_asked(uint64_t started_ns) noexcept {
-  if (SOL_UNLIKELY(slow_knobs().spell) && !g_spell_over.load(std::memory_order_relaxed))
-    spin_for((monotonic_ns() - started_ns) * 4 / 10);
 }
 
 void native_in_trial_ended() noexcept {
@@ -126,15 +136,13 @@ void native_in_trial_ended() noexcept {
     g_native_ended_ns.store(monotonic_ns(), std::memory_order_relaxed);
 }
 
-void native_slowed_if_asked(uint64_t started_ns) noexcept {
-  native_in_spell_if_asked(started_ns);
-  if (SOL_LIKELY(!t_native_owes)) return;
-  t_native_owes = false;
-  spin_for(9 * (monotonic_ns() - started_ns));
-}
-
-void native_turn_over() noexcept {
-  if (SOL_UNLIKELY(slow_knobs().spell)) g_spell_over.store(true, std::memory_order_relaxed);
+void native_slowed_if_asked(const Started& run, bool in_race) noexcept {
+  if (SOL_LIKELY(slow_knobs().count == 0)) return;
+  if (in_race && t_native_owes) {
+    t_native_owes = false;
+    slow_since(run);
+  }
+  slow_down_if_asked("native", run);
 }
 
 namespace {
@@ -208,9 +216,12 @@ class Probe {
   }
   double time(Candidate& c) noexcept {
     Node n = node_;
-    const uint64_t t0 = monotonic_ns();
-    if (blas::with_column_major(n, c.run) != hal::Reason::ok) return -1;
-    return static_cast<double>(monotonic_ns() - t0) * 1e-9;
+    const uint64_t t0 = decision_ns();
+    t_probing = true;
+    const hal::Reason r = blas::with_column_major(n, c.run);
+    t_probing = false;
+    if (r != hal::Reason::ok) return -1;
+    return static_cast<double>(decision_ns() - t0) * 1e-9;
   }
 
  private:
@@ -236,9 +247,9 @@ bool warm(const char* candidate, const Node& node) {
 double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
   Node screened{Sym{}, Op{}, DType::none};
   Node& n = screen && scratch.screen(screened) ? screened : scratch.refresh();
-  const uint64_t t0 = monotonic_ns();
+  const uint64_t t0 = decision_ns();
   if (blas::with_column_major(n, c.run) != hal::Reason::ok) return -1;  // c.run applies SOL_TEST_SLOW
-  return static_cast<double>(monotonic_ns() - t0) * 1e-9;
+  return static_cast<double>(decision_ns() - t0) * 1e-9;
 }
 
 }  // namespace
@@ -325,7 +336,7 @@ class Race {
   // Seconds, or < 0 when it made none (nullptr, out, or it cannot take the program's operands).
   double make_call(size_t i) {
     if (native_ < e_.size() || called_ < e_.size() || i >= e_.size() || e_[i].out || !c_[i].call_itself) return -1;
-    const uint64_t t0 = monotonic_ns();
+    const uint64_t t0 = decision_ns();
     t_race_call = true;
     const hal::Reason r = c_[i].call_itself();
     t_race_call = false;
@@ -333,7 +344,7 @@ class Race {
       e_[i].out = true;  // routed calls would not go there either
       return -1;
     }
-    const double seconds = static_cast<double>(monotonic_ns() - t0) * 1e-9;
+    const double seconds = static_cast<double>(decision_ns() - t0) * 1e-9;
     program_call(i, seconds);
     return seconds;
   }
@@ -341,7 +352,9 @@ class Race {
   // The fastest at a screen that judged a long call (SIZE_MAX: none did).
   size_t leader() const { return leader_; }
   void warm_up(size_t i, bool screen) {
+    t_warming = true;
     if (time_once(scratch_, c_[i], screen) < 0) e_[i].out = true;
+    t_warming = false;
   }
   // `cut`: how many times the part's m x n the whole call's is (4, or 8: Scratch::screen()).
   void screen(double cut) {
@@ -718,6 +731,11 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
       std::snprintf(size + std::strlen(size), sizeof size - std::strlen(size), "%s%lld", size[0] ? "x" : "",
                     static_cast<long long>(d));
   Node part{Sym{}, Op{}, DType::none};
+  // Every run from here on is the measurement's, for SOL_TEST_SLOW's knobs.
+  struct Measuring {
+    Measuring() noexcept { t_measuring = true, t_slowed_once = false; }
+    ~Measuring() { t_measuring = false; }
+  } measuring;
   try {
     row.size = size;
     Race race(scratch, candidates, mixed);
@@ -750,13 +768,9 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
       // Alone, the screen's leader makes a long call.
       if (!made_call && race.make_call(race.leader()) >= 0) made_call = candidates[race.leader()].name;
     }
-    t_measuring = true;
-    t_slowed_once = false;
     race.run();
-    t_measuring = false;
     return race.result(flops, row);
   } catch (...) {
-    t_measuring = false;
     return false;
   }
 }

@@ -53,32 +53,40 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
 // still caught: such a first sample is taken again).
 void warmed(const char* candidate, Op op, DType dtype) noexcept;
 
-// Test-only: SOL_TEST_SLOW=<backend> makes that backend take ten times as long per node (it
-// spins after computing), so that tests can check that auto avoids a slow candidate. Applies to
-// measured and routed runs alike; ignored unless the variable is set. SOL_TEST_SLOW=<backend>:after
-// instead makes the native call that follows it in the same thread (in a measurement) take ten
-// times as long, as a library whose threads keep the cores busy after it returns does;
-// SOL_TEST_SLOW=<backend>:measured slows it only while measured (its runs in the race, and the
-// program's call when it makes it there, timed as its first sample), as beside native's spinning
-// threads, so that its trial in use (Row::trial) finds it fast; SOL_TEST_SLOW=<backend>:once
-// makes its first timed run of each measured class take fifty times as long, as a kernel compiled
-// for that class does (oneDNN's: 200 times). SOL_TEST_SLOW=<backend>:beside makes its calls ten
-// times as long when they begin while native's workers would still spin (openblas_core::spin_ns)
-// after native's last call in a trial, as a team of threads beside OpenBLAS's spinning workers
-// runs on few cores (native_in_trial_ended()). SOL_TEST_SLOW=<backend>:switch makes the program's
-// next call in the same thread take ten times as long when another backend makes it (in use, not
-// while measured), as a library whose threads keep the cores busy after it returns slows the next
-// call of the library the program's other calls run on. SOL_TEST_SLOW=native:spell makes every native call
-// that is timed (the program's measured call, native's runs on the copies, its calls in a trial's
-// turn) take 1.4 times as long until native_turn_over(), as in a spell of a shared machine's in
-// which the native library's threads run slow (at two thirds of their speed, seen).
-// Knobs combine, comma-separated: SOL_TEST_SLOW=native:spell,onednn:measured.
-void slow_down_if_asked(const char* backend, uint64_t started_ns) noexcept;
+// Test-only: SOL_TEST_SLOW=<backend> makes that backend (or "native": the program's library, its
+// timed calls) take fifty times as long per node (it
+// spins after computing, for 49 times the processor time its thread spent on the node, up to a
+// tenth of a second: a thread preempted meanwhile is not slowed the more for it, and a first run's
+// set-up does not take seconds), so that tests can check that auto avoids a
+// slow candidate: a difference that no load on the machine makes, so that the decision is the same
+// on any machine. Applies to
+// measured and routed runs alike; ignored unless the variable is set. Variants, each as slow:
+// - <backend>:after slows the native call that follows it in the same thread (in a measurement),
+//   as a library whose threads keep the cores busy after it returns does;
+// - <backend>:measured slows it only while measured (its runs in the race, and the program's call
+//   when it makes it there), as beside native's spinning threads, so that its trial in use
+//   (Row::trial) finds it fast; <backend>:inuse only in use;
+// - <backend>:once slows its first timed run of each measured class, as a kernel compiled for that
+//   class does;
+// - <backend>:beside slows its calls that begin while native's workers would still spin
+//   (openblas_core::spin_ns) after native's last call in a trial (native_in_trial_ended());
+// - <backend>:switch slows the program's next call in the same thread when another backend makes
+//   it (in use), as a library whose threads keep the cores busy slows the next call of another.
+// Knobs combine, comma-separated: SOL_TEST_SLOW=onednn:measured,onednn:beside. A probe of home's
+// in a mixed program's race stands for the program's other calls and is not slowed (but for
+// :after's effect on the native call after it): fifty times its time would bury the candidates'
+// charges under its variations.
+// When a run began, for the knobs: the monotonic clock and the thread's processor time.
+struct Started {
+  uint64_t wall_ns, cpu_ns;
+};
+Started started() noexcept;
+void slow_down_if_asked(const char* backend, const Started& run) noexcept;
 bool slowing() noexcept;  // whether SOL_TEST_SLOW set any knob (callers time backends' runs only then)
-void native_slowed_if_asked(uint64_t started_ns) noexcept;  // a native run in a measurement's race
-void native_in_spell_if_asked(uint64_t started_ns) noexcept;  // any other timed native call
+// A timed run of the program's own library: in a race (`in_race`: on the copies, where :after's
+// effect lands), the program's call measured, or a call in a trial's turn. SOL_TEST_SLOW=native
+// slows each of them, as a library much slower than the candidates would be.
+void native_slowed_if_asked(const Started& run, bool in_race) noexcept;
 void native_in_trial_ended() noexcept;                        // a native call in a trial's turn has returned
-// A trial's first turn of native's ended (SOL_TEST_SLOW=native:spell: the spell ends with it).
-void native_turn_over() noexcept;
 
 }  // namespace sol::capture::measure

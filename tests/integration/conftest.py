@@ -42,7 +42,7 @@ def clean_env(extra=None, preload=True):
     env["POCL_CACHE_DIR"] = POCL_CACHE_DIR
     # auto measures and may then route a call to a faster backend, whose results differ in the last
     # bits from the program's own library: tests that compare with runs without libsol ask for
-    # measurement by name (test_tune.py, the BLAS programs under auto), the rest keep auto's
+    # measurement by name (test_auto.py, the BLAS programs under auto), the rest keep auto's
     # built-in order.
     env["SOL_TUNE"] = "0"
     if preload:

@@ -1,0 +1,72 @@
+#include "capture/exec/rules.hpp"
+
+#include <algorithm>
+
+namespace sol::capture::rules {
+
+void NativeRecord::note(const hal::profile::Row& row) noexcept {
+  double native = 0, best = 0;
+  for (const auto& r : row.rates) {
+    if (r.candidate == "native") native = r.gflops;
+    best = std::max(best, r.gflops);
+  }
+  (native > 0 && 1.5 * native < best ? lost_ : held_).fetch_add(1, std::memory_order_relaxed);
+}
+
+std::string native_left_out(double flops, const char* outclassing, const std::string& home, bool outclassed) {
+  if (flops < kLeaveNativeOutFlops) return "";
+  if (outclassing) return std::string(outclassing) + " runs its library with this CPU's kernels";
+  if (!home.empty() && home != "native" && outclassed) return "it lost each earlier class by 1.5x";
+  return "";
+}
+
+namespace {
+
+// A mixed program's class that the race sent away from home: tried against home (see after_race).
+bool leaves_home(hal::profile::Row& row, bool native_in, const std::string& home, const KindOf& kind) {
+  if (home.empty() || !row.trial.empty() || row.choice == home || kind(row.choice) != Kind::cpu) return false;
+  if (home == "native" ? !native_in : kind(home) != Kind::cpu) return false;
+  const bool raced = std::any_of(row.rates.begin(), row.rates.end(), [&](const auto& r) { return r.candidate == home; });
+  if (!raced) return false;
+  row.trial = row.choice;
+  row.choice = home;
+  return true;
+}
+
+}  // namespace
+
+NextTrial after_race(hal::profile::Row& row, bool native_in, const std::string& home, const KindOf& kind) {
+  const bool against_native = native_in && (row.trial.empty() || row.choice == "native" || row.trial == row.choice);
+  NextTrial next;
+  next.incumbent = against_native ? "native" : row.choice;
+  if (leaves_home(row, native_in, home, kind)) {
+    next.incumbent = home;
+    next.from_home = true;
+  }
+  // A race names a backend for its trial, never native.
+  const Kind candidate = row.trial.empty() ? Kind::none : kind(row.trial);
+  const Kind incumbent = next.incumbent == "native" ? Kind::native : kind(next.incumbent);
+  if ((candidate != Kind::cpu && candidate != Kind::accelerator) || row.trial == next.incumbent ||
+      incumbent == Kind::none)
+    return {};
+  next.candidate = row.trial;
+  return next;
+}
+
+std::string rival(const hal::profile::Row& row, const KindOf& kind) {
+  const auto usable = [&](const std::string& name) {
+    const Kind k = kind(name);
+    return k == Kind::native || k == Kind::cpu;
+  };
+  if (!usable(row.choice)) return "";
+  std::string other;
+  double best = 0;
+  for (const auto& r : row.rates)
+    if (r.candidate != row.choice && r.gflops > best && usable(r.candidate)) {
+      other = r.candidate;
+      best = r.gflops;
+    }
+  return other;
+}
+
+}  // namespace sol::capture::rules
