@@ -404,6 +404,8 @@ def test_filters_choose_what_is_traced(tmp_path):
 
 
 def test_a_delay_leaves_the_start_out(tmp_path):
+    # The program calls for two seconds of its own clock and the delay is one of them: however
+    # slowly it runs, calls fall on both sides of the delay's end.
     r, d = traced([str(PROGRAMS / "repeated_gemm"), "64", "2"], tmp_path, env={"SOL_TRACE_DELAY": "1"})
     assert r.returncode == 0, r.stderr
     made = int(r.stdout.split("after ")[1].split()[0])

@@ -169,7 +169,9 @@ TEST(OpenBlasCheck, TheFixedCoreIsTheOneOpenBlasReports) {
 }
 
 TEST(OpenBlasSpin, TicksOfItsTimeoutAtTheCountersRate) {
-  ::usleep(25000);  // the counter's rate is timed over the process's life from 20 ms on
+  // The counter's rate is timed over the process's life from 20 ms on (a longer sleep on a loaded
+  // machine only times it over more); the bounds hold for any counter between 0.5 and 6 GHz.
+  ::usleep(25000);
   ::unsetenv("OPENBLAS_THREAD_TIMEOUT");
   const double ns = static_cast<double>(openblas_core::spin_ns());
   // 2^28 ticks, a tenth more: 0.05-0.6 s for any counter between 0.5 and 6 GHz.

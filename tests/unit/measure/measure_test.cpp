@@ -320,6 +320,39 @@ TEST(Measure, ACallOf4MsOrMoreIsScreenedOnAnEighth) {
   EXPECT_EQ(screened_parts(2e-3, "quarter"), (std::vector<int64_t>{128 * 512, 128 * 512}));
 }
 
+TEST(Measure, AFirstSampleFourTimesBehindIsTakenForSetUpAndTakenAgainOnce) {
+  // A candidate's first timed call of a class takes twenty times its own (a kernel compiled for
+  // the class's regime): dropped and taken again, and the candidate judged on what it then does.
+  test::FakeClock clock;
+  Spinner fast{100e-6}, compiled{50e-6};
+  bool first = true;
+  auto compiling = [&](Node& n) {
+    const bool whole = n.blas.m == kN && n.blas.n == kN;
+    const double own = compiled.seconds;
+    if (whole && first) compiled.seconds *= 20, first = false;
+    const hal::Reason r = compiled(n);
+    compiled.seconds = own;
+    return r;
+  };
+  Gemm g;
+  std::vector<Candidate> c = {{"steady", blas::FunctionRef<hal::Reason(Node&)>(fast)},
+                              {"compiling", blas::FunctionRef<hal::Reason(Node&)>(compiling)}};
+  hal::profile::Row row;
+  const char* made_call = nullptr;
+  ASSERT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, -1, nullptr, row, made_call));
+  EXPECT_EQ(row.choice, "compiling");
+  ASSERT_EQ(row.set_up.size(), 1u);
+  EXPECT_EQ(row.set_up[0].candidate, "compiling");
+
+  // Slow by right (five times behind at every call): taken again once, then out.
+  Spinner steady{100e-6}, slow{500e-6};
+  std::vector<Candidate> d = {{"steady-2", blas::FunctionRef<hal::Reason(Node&)>(steady)},
+                              {"slow-by-right", blas::FunctionRef<hal::Reason(Node&)>(slow)}};
+  ASSERT_TRUE(run(g.node, 2.0 * kN * kN * kN, d, -1, nullptr, row, made_call));
+  EXPECT_EQ(row.choice, "steady-2");
+  EXPECT_EQ(slow.whole_calls, 2);
+}
+
 TEST(Measure, AShortCallIsNotMadeByACandidate) {
   // 0.8 ms: no screen judges it, and the caller makes the program's call on the winner.
   in_a_race(0.8e-3, 2.0e-3, "short-itself", [](const Race& r) {

@@ -192,6 +192,7 @@ TEST_P(OnednnGemm, WorksInAForkedChild) {
   }
   int status = 0;
   pid_t done = 0;
+  // A hang's bound, not a time the child must keep: a minute is a thousand times what it takes.
   for (int waited_ms = 0; waited_ms < 60000 && (done = waitpid(pid, &status, WNOHANG)) == 0; waited_ms += 10)
     usleep(10000);
   if (done == 0) {

@@ -31,7 +31,9 @@ Startup* begin(Ran& ran, Startup::Trigger trigger) {
       0ms, trigger);
 }
 
-// Polls for `done` up to five seconds (the thread is scheduled, not timed).
+// Polls for `done` up to five seconds (the thread is scheduled, not timed). The tests' sleeps are
+// the other way round: they give a thread time to do what it must not, so that load can only hide
+// a fault from them, never fail a correct start-up.
 template <class F>
 bool eventually(F done) {
   for (auto until = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < until;) {

@@ -15,7 +15,8 @@ namespace {
 
 // Reads the clock between two reads of CLOCK_MONOTONIC for `ms` milliseconds (many anchors
 // long) and returns the largest distance outside that bracket, and whether any read went back by
-// more than `slack` from the one before.
+// more than `slack` from the one before. A thread preempted between the reads only widens the
+// bracket: load cannot put a correct clock outside it.
 void check_against_monotonic(trace::SpanClock& clock, uint64_t ms, uint64_t slack) {
   trace::ClockAnchor anchor;
   uint64_t worst = 0, previous = 0, reads = 0;
