@@ -155,6 +155,10 @@ bool check(void* handle, Check& out) {
   return true;
 }
 
+uint64_t loaded_ns() noexcept {
+  return g_loaded.ns;
+}
+
 uint64_t spin_ns() noexcept {
   int exponent = 28;  // OpenBLAS's THREAD_TIMEOUT
   if (const char* v = secure_getenv("OPENBLAS_THREAD_TIMEOUT"); v && std::atoi(v) > 0)

@@ -49,6 +49,8 @@ bool check(void* handle, Check& out);
 // 4..30 as OpenBLAS does), at the counter's rate timed over this process's life so far, plus a
 // tenth: 0.15 s for a counter at 2 GHz, 0.21 s at 1.4 GHz. Before the process has lived 20 ms,
 // and off x86-64, the figure for a 1.8 GHz counter.
+// When libsol was loaded (monotonic ns): about when the program's libraries were, at its start.
+uint64_t loaded_ns() noexcept;
 uint64_t spin_ns() noexcept;
 
 }  // namespace sol::openblas_core

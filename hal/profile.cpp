@@ -24,7 +24,8 @@ namespace sol::hal::profile {
 
 namespace {
 
-constexpr const char* kMagic = "sol-profile 2";
+constexpr const char* kMagic = "sol-profile 3";
+constexpr const char* kHowNames[] = {"provisional", "calm", "trial", "tuned"};
 
 // ---------------------------------------------------------------------------- class keys
 // Bits: op 0-7, dtype 8-11, layout 12-13, transa 14-15, transb 16-17, uplo 18-19, side 20-21,
@@ -195,6 +196,21 @@ int split_of(const Row& row) noexcept {
 
 }  // namespace
 
+const char* how_name(How how) noexcept {
+  return kHowNames[static_cast<int>(how)];
+}
+
+namespace {
+// How a row's figures rank: a trial's are a calm race's equals (the latest of the two wins).
+int trust(How how) noexcept {
+  return how == How::provisional ? 0 : how == How::tuned ? 2 : 1;
+}
+}  // namespace
+
+bool supersedes(const Row& a, const Row& b) noexcept {
+  return trust(a.how) > trust(b.how) || (trust(a.how) == trust(b.how) && a.seq >= b.seq);
+}
+
 bool unconfirmed(const Row& row) noexcept {
   double best = 0, chosen = 0;
   for (const Rate& r : row.rates) {
@@ -206,9 +222,10 @@ bool unconfirmed(const Row& row) noexcept {
 
 namespace {
 
-// Whether a later process judges a row's class again (kJudgeAgainRates, unconfirmed()).
+// Whether a later process judges a row's class again (kJudgeAgainRates, unconfirmed()). Not a
+// tuned row, nor a provisional one, which is measured again instead (Profile::claim_again()).
 bool judged_close(const Row& row) noexcept {
-  if (row.judged >= kJudges) return false;
+  if (row.judged >= kJudges || row.how == How::tuned || row.how == How::provisional) return false;
   double best, second;
   best_two(row, best, second);
   return (second > 0 && best <= kJudgeAgainRates * second) || unconfirmed(row);
@@ -319,8 +336,9 @@ std::string profile_dir(const config::Config& cfg) {
   return "";
 }
 
-// The file: "sol-profile 1", "fingerprint" lines, then one "row" line per measured class:
-//   row <TAB> native <TAB> key (hex) <TAB> class text <TAB> size <TAB> choice <TAB> name=gflops ...
+// The file: "sol-profile 3", "fingerprint" lines, then one "row" line per measured class:
+//   row <TAB> native <TAB> key (hex) <TAB> class text <TAB> size <TAB> choice <TAB> judged <TAB> how
+//       <TAB> seq <TAB> name=gflops ...
 // The class text is for people; the key is what is read back.
 bool read_file(const std::string& path, const std::string& fingerprint, std::vector<Row>& rows,
                std::string& why, FileState* state) {
@@ -345,6 +363,7 @@ bool read_file(const std::string& path, const std::string& fingerprint, std::vec
   std::vector<Row> out;
   std::map<std::pair<std::string, uint64_t>, size_t> at;  // a row's place in `out`
   size_t lines = 0;
+  uint64_t last_seq = 0;
   int number = 1;
   while (std::getline(in, line)) {
     ++number;
@@ -355,7 +374,7 @@ bool read_file(const std::string& path, const std::string& fingerprint, std::vec
     std::vector<std::string> f;
     std::stringstream ss(line);
     for (std::string cell; std::getline(ss, cell, '\t');) f.push_back(cell);
-    bool ok = f.size() >= 8 && f[0] == "row" && !f[1].empty() && !f[5].empty();
+    bool ok = f.size() >= 10 && f[0] == "row" && !f[1].empty() && !f[5].empty();
     Row r;
     if (ok) {
       r.native = f[1];
@@ -368,9 +387,14 @@ bool read_file(const std::string& path, const std::string& fingerprint, std::vec
       const long judged = std::strtol(f[6].c_str(), &end, 10);
       ok = ok && *end == '\0' && judged >= 1 && judged <= kJudges;
       r.judged = static_cast<int>(judged);
+      const auto how = std::find(std::begin(kHowNames), std::end(kHowNames), f[7]);
+      ok = ok && how != std::end(kHowNames);
+      if (ok) r.how = static_cast<How>(how - std::begin(kHowNames));
+      r.seq = std::strtoull(f[8].c_str(), &end, 10);
+      ok = ok && !f[8].empty() && *end == '\0';
     }
     bool chosen_measured = false;
-    for (size_t i = 7; ok && i < f.size(); ++i) {
+    for (size_t i = 9; ok && i < f.size(); ++i) {
       const size_t eq = f[i].find('=');
       char* end = nullptr;
       const double g = eq == std::string::npos ? -1 : std::strtod(f[i].c_str() + eq + 1, &end);
@@ -385,17 +409,18 @@ bool read_file(const std::string& path, const std::string& fingerprint, std::vec
       return false;
     }
     ++lines;
-    // A class measured again has a later row: it replaces the earlier one.
+    last_seq = std::max(last_seq, r.seq);
+    // A class measured again has a later row: it replaces the earlier one, unless less trusted.
     const auto [it, added] = at.emplace(std::make_pair(r.native, r.key), out.size());
     if (added) out.push_back(std::move(r));
-    else out[it->second] = std::move(r);
+    else if (supersedes(r, out[it->second])) out[it->second] = std::move(r);
   }
   if (fp != fingerprint) {
     why = "written for another machine, library build or SOL version";
     return false;
   }
   rows = std::move(out);
-  if (state) *state = {lines, torn};
+  if (state) *state = {lines, torn, last_seq};
   return true;
 }
 
@@ -461,16 +486,35 @@ int Profile::lookup(int native, uint64_t key) noexcept {
   return lookup(native, key, slot);
 }
 
-int Profile::lookup(int native, uint64_t& key, const capture::Node& node) noexcept {
+int Profile::lookup(int native, uint64_t& key, const capture::Node& node, bool* again) noexcept {
   const Slot* slot = nullptr;
-  const int v = lookup(native, key, slot);
-  if (v < 0 || !slot) return v;
-  const int split = slot->split.load(std::memory_order_relaxed);
-  if (split < 0) return v;
-  const int h = halves_of(node);
-  if (split == h) return v;
-  key = sub_class(key, h);  // the class and the halves this call already has
-  return lookup(native, key);
+  int v = lookup(native, key, slot);
+  if (v >= 0 && slot) {
+    const int split = slot->split.load(std::memory_order_relaxed);
+    const int h = split < 0 ? split : halves_of(node);
+    if (split != h) {
+      key = sub_class(key, h);  // the class and the halves this call already has
+      slot = nullptr;
+      v = lookup(native, key, slot);
+    }
+  }
+  if (again) *again = v >= 0 && slot && slot->again.load(std::memory_order_relaxed);
+  return v;
+}
+
+bool Profile::claim_again(int native, uint64_t key) noexcept {
+  Slot* s = find(slot_key(native, key), false);
+  if (!s || !s->again.exchange(false, std::memory_order_acq_rel)) return false;
+  try {
+    std::lock_guard<std::mutex> lock(mu_);
+    calm_tried_.insert({native, key});
+  } catch (...) {
+    return false;
+  }
+  int32_t v = s->value.load(std::memory_order_acquire);
+  if (v < 0 || !s->value.compare_exchange_strong(v, kMeasuring, std::memory_order_acq_rel)) return false;
+  changed();
+  return true;
 }
 
 int Profile::lookup(int native, uint64_t key, const Slot*& slot) noexcept {
@@ -498,6 +542,7 @@ int Profile::lookup(int native, uint64_t key, const Slot*& slot) noexcept {
     }
     slot = s;
     s->split.store(split_of(it->second), std::memory_order_relaxed);
+    s->again.store(measure_ && it->second.how == How::provisional, std::memory_order_relaxed);
     int32_t expected = kUnknown;
     s->value.compare_exchange_strong(expected, v, std::memory_order_acq_rel);
     changed();
@@ -541,6 +586,7 @@ void Profile::record(int native, Row row) {
   const int v = candidate_index(row.choice);
   if (s) {
     s->split.store(split_of(row), std::memory_order_relaxed);
+    s->again.store(row.how == How::provisional && !calm_tried_.count({native, row.key}), std::memory_order_relaxed);
     s->value.store(v, std::memory_order_release);
   }
   load_locked();
@@ -597,11 +643,29 @@ std::vector<Profile::Gemm> Profile::gemms_for(const std::string& candidate, size
   return out;
 }
 
+std::vector<Row> Profile::near_calm(int native, uint64_t key) {
+  std::vector<Row> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (native < 0 || native >= nnatives_.load(std::memory_order_relaxed)) return out;
+  load_locked();
+  constexpr uint64_t kArguments = (uint64_t{1} << 26) - 1;
+  for (const auto& [id, row] : rows_) {
+    if (id.first != natives_[native] || row.how == How::provisional || (row.key & kArguments) != (key & kArguments) ||
+        row.key == key)
+      continue;
+    bool near = true;
+    for (int i = 0; i < 3 && near; ++i) near = std::abs(dim_class(row.key, i) - dim_class(key, i)) <= 2;
+    if (near) out.push_back(row);
+  }
+  return out;
+}
+
 bool Profile::settled() {
   std::lock_guard<std::mutex> lock(mu_);
   load_locked();
-  return !rows_.empty() &&
-         std::none_of(rows_.begin(), rows_.end(), [](const auto& r) { return judged_close(r.second); });
+  return !rows_.empty() && std::none_of(rows_.begin(), rows_.end(), [](const auto& r) {
+           return judged_close(r.second) || r.second.how == How::provisional;
+         });
 }
 
 bool Profile::earlier(int native, uint64_t key, Row& out) {
@@ -690,7 +754,8 @@ std::string row_line(const Row& r) {
   char hex[24];
   std::snprintf(hex, sizeof hex, "%" PRIx64, r.key);
   std::string line = "row\t" + r.native + "\t" + hex + "\t" + class_text(r.key) + "\t" + r.size + "\t" +
-                     r.choice + "\t" + std::to_string(r.judged);
+                     r.choice + "\t" + std::to_string(r.judged) + "\t" + how_name(r.how) + "\t" +
+                     std::to_string(r.seq);
   for (const auto& rate : r.rates) {
     char g[32];
     std::snprintf(g, sizeof g, "%.3f", rate.gflops);
@@ -739,11 +804,27 @@ void Profile::write_locked(const Row& row) {
   std::string why;
   FileState file;
   const bool valid = read_file(path_, fingerprint_, theirs, why, &file);
+  // This row is the file's latest. What other processes wrote since replaces what this one holds
+  // where it supersedes it; this row is not written where theirs supersedes it (a calm or tuned
+  // figure of the class, against a provisional one of this process's).
+  Row mine = row;
+  mine.seq = file.last_seq + 1;
+  bool theirs_better = false;
   if (valid)
-    for (auto& r : theirs) rows_.emplace(std::make_pair(r.native, r.key), std::move(r));  // ours win
-  rows_[{row.native, row.key}] = row;
+    for (auto& r : theirs) {
+      const auto k = std::make_pair(r.native, r.key);
+      if (k == std::make_pair(row.native, row.key)) {
+        theirs_better = !supersedes(mine, r);
+        if (theirs_better) rows_[k] = std::move(r);
+        continue;
+      }
+      auto [it, added] = rows_.emplace(k, r);
+      if (!added && supersedes(r, it->second)) it->second = std::move(r);
+    }
+  if (!theirs_better) rows_[{row.native, row.key}] = mine;
 
-  if (!valid || file.torn || file.row_lines >= 2 * rows_.size() + 16 || !append_line(path_, row_line(row))) {
+  if (!valid || file.torn || file.row_lines >= 2 * rows_.size() + 16 ||
+      (!theirs_better && !append_line(path_, row_line(mine)))) {
     std::string text = std::string(kMagic) + "\n";
     std::istringstream fp(fingerprint_);
     for (std::string l; std::getline(fp, l);) text += "fingerprint\t" + l + "\n";

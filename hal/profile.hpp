@@ -75,6 +75,22 @@ struct Rate {
   double gflops;          // measured; 0 when it declined the node
 };
 
+// How a row's figures were obtained, from least to most trusted:
+// - provisional: a race run while something else held the cores (the process starting, with its
+//   library's thread pool spinning from its load; a candidate far below what it ran at, calm, on a
+//   near class): the class routes by it, and is measured again once calm, in this process or the
+//   next, until a calm figure confirms or replaces it;
+// - calm: a race with nothing known to disturb it; trial: the figures of a trial in use
+//   (capture/exec/trial.hpp), which replaced the race's;
+// - tuned: measured by `sol tune`, in a process of its own with the other pools quiet. A tuned row
+//   is never replaced by a program's figures, nor judged again.
+enum class How : uint8_t { provisional, calm, trial, tuned };
+const char* how_name(How how) noexcept;
+// Whether row `a` replaces row `b` of the same class: a more trusted one, or as trusted and later
+// (Row::seq). A process never spoils another's calm or tuned figures with its provisional ones.
+struct Row;
+bool supersedes(const Row& a, const Row& b) noexcept;
+
 struct Row {
   std::string native;  // identity of the native library (sol::library_identity), "none" if unknown
   uint64_t key = 0;    // class_of
@@ -84,6 +100,10 @@ struct Row {
   // How many processes judged the class (kJudges): the rates are the best each candidate showed
   // in any of them.
   int judged = 1;
+  How how = How::calm;
+  // The order the file's rows were written in, across processes: each row appended takes the
+  // file's highest plus one, under its lock. 0 for a row not written yet.
+  uint64_t seq = 0;
   // In this process only, never in the file: a candidate to try in use before the choice is
   // final (capture/exec/measure.hpp).
   std::string trial;
@@ -109,11 +129,13 @@ bool unconfirmed(const Row& row) noexcept;
 struct FileState {
   size_t row_lines = 0;  // rows in the file, those later rows replace included
   bool torn = false;     // it ended in a part of a line (a crash of the system while appending)
+  uint64_t last_seq = 0;  // the highest Row::seq in it
 };
 
 // Reads a profile file. false with `why` when it is missing, unreadable, of another version, of
 // another machine (its fingerprint differs from `fingerprint`), or corrupt. A class with several
-// rows (appended as it was measured again) has its last; a torn last line is left out.
+// rows (appended as it was measured again) has the one that supersedes the others; a torn last line
+// is left out.
 bool read_file(const std::string& path, const std::string& fingerprint, std::vector<Row>& rows,
                std::string& why, FileState* state = nullptr);
 
@@ -180,13 +202,22 @@ class Profile {
     int64_t m, n, k;
   };
   std::vector<Gemm> gemms_for(const std::string& candidate, size_t max);
+  // The calm, trial or tuned rows of `native` for classes near `key`: the same routine, element
+  // type, layout, transposes and other arguments, each dimension within twice the size either way
+  // (two size classes); not the class itself (capture/exec/rules.hpp, disturbed()).
+  std::vector<Row> near_calm(int native, uint64_t key);
   // Whether the file holds rows and none that a later process judges again: a program that calls
   // only those classes measures nothing (capture/exec/warm_up.cpp prepares no backend for it).
   bool settled();
   // lookup() for a call: `node`, of class `key`, goes by its sub-class (sub_class_of; `key` becomes
   // that) where the class was measured, its two fastest within kCloseRates, at a call in other
-  // halves (halves_of). One probe of the table for a class that does not split.
-  int lookup(int native, uint64_t& key, const capture::Node& node) noexcept;
+  // halves (halves_of). One probe of the table for a class that does not split. `again`, given: set
+  // when the class routes by a provisional row (Row::How), to be measured again once calm.
+  int lookup(int native, uint64_t& key, const capture::Node& node, bool* again = nullptr) noexcept;
+  // Claims a class that routes by a provisional row for a measurement now (the caller found the
+  // process calm): lookup() says kMeasuring to the others until record(). Once per class and
+  // process: false when it was claimed before, or someone else got there first.
+  bool claim_again(int native, uint64_t key) noexcept;
   // Marks (native, key) as routed by the built-in order for this process (measurement off).
   void unrouted(int native, uint64_t key) noexcept;
 
@@ -206,6 +237,7 @@ class Profile {
     std::atomic<uint64_t> key{0};
     std::atomic<int32_t> value{kUnknown};
     std::atomic<int32_t> split{-1};  // the measured call's halves when its rates were close, else -1
+    std::atomic<bool> again{false};  // routed by a provisional row not yet measured again here
   };
   static constexpr size_t kSlots = 4096;
   static constexpr int kMaxNatives = 15;
@@ -237,6 +269,7 @@ class Profile {
   // Recorded by this process: (native, key) -> (choice, weight), for home().
   std::map<std::pair<int, uint64_t>, std::pair<std::string, double>> recorded_;
   std::set<std::pair<int, uint64_t>> remeasured_;  // measured again once already (record())
+  std::set<std::pair<int, uint64_t>> calm_tried_;  // provisional classes measured again here (claim_again())
   std::map<std::pair<int, uint64_t>, Row> earlier_;  // classes judged again: the file's row
   std::string home_locked(int native, uint64_t except_key = 0) const;
 };

@@ -319,6 +319,70 @@ hal::Reason run_dnn_on(Executor& ex, hal::Backend& backend, Node& node) noexcept
   return r;
 }
 
+// When the program's own library's thread pool, started at its load, stops spinning: OpenBLAS starts
+// its workers as it is loaded, and they spin for openblas_core::spin_ns() before they sleep. 0 where
+// there is none (one thread, or another library). Found once, at the first measurement.
+uint64_t pools_quiet_ns(const Node& node) noexcept {
+  static std::atomic<uint64_t> quiet{UINT64_MAX};
+  uint64_t q = quiet.load(std::memory_order_relaxed);
+  if (SOL_LIKELY(q != UINT64_MAX)) return q;
+  q = 0;
+  Dl_info info{};
+  if (node.native && dladdr(node.native, &info) && info.dli_fname)
+    if (void* lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)) {
+      if (auto threads = reinterpret_cast<int (*)()>(dlsym(lib, "openblas_get_num_threads")); threads && threads() > 1)
+        q = openblas_core::loaded_ns() + openblas_core::spin_ns();
+      dlclose(lib);
+    }
+  quiet.store(q, std::memory_order_relaxed);
+  return q;
+}
+
+// This process is `sol tune`'s (sol_tune_begin()): its races wait until the process is calm, and
+// its figures are tuned ones (Row::How), which a program's never replace.
+std::atomic<bool> g_tuning{false};
+
+// Sleeps until `ns` (monotonic) has passed.
+void wait_until(uint64_t ns) noexcept {
+  for (uint64_t now = monotonic_ns(); now < ns; now = monotonic_ns()) {
+    timespec t{static_cast<time_t>((ns - now) / 1'000'000'000), static_cast<long>((ns - now) % 1'000'000'000)};
+    nanosleep(&t, nullptr);
+  }
+}
+
+// Whether two races agree: the same choice, and every candidate both timed within 10 %.
+bool agree(const hal::profile::Row& a, const hal::profile::Row& b) noexcept {
+  if (a.choice != b.choice) return false;
+  for (const auto& x : a.rates)
+    for (const auto& y : b.rates)
+      if (x.candidate == y.candidate && (x.gflops > 1.1 * y.gflops || y.gflops > 1.1 * x.gflops)) return false;
+  return true;
+}
+
+// `sol tune`'s races are run again, on the copies (the program's call was made), until two in a row
+// agree, three at most: `row` becomes the last, each candidate at its best rate of them.
+void race_until_agreed(const Node& node, double flops, const std::vector<measure::Candidate>& candidates,
+                       const std::string& home, hal::profile::Row& row) noexcept {
+  try {
+    std::vector<measure::Candidate> copies_only = candidates;
+    for (auto& c : copies_only) c.call_itself = {};  // the program's call is made once, already
+    for (int race = 1; race < 3; ++race) {
+      hal::profile::Row again;
+      again.key = row.key;
+      const char* made = nullptr;
+      if (!measure::run(node, flops, copies_only, -1, home.empty() ? nullptr : home.c_str(), again, made)) return;
+      const bool agreed = agree(row, again);
+      for (auto& r : again.rates)
+        for (const auto& before : row.rates)
+          if (r.candidate == before.candidate) r.gflops = std::max(r.gflops, before.gflops);
+      again.trial = agreed ? row.trial : again.trial;
+      row = std::move(again);
+      if (agreed) return;
+    }
+  } catch (...) {  // out of memory: the races so far stand
+  }
+}
+
 // The profile's index of the library that defines a symbol natively, found once per symbol.
 int native_index(Executor& ex, const Node& node) noexcept {
   auto& slot = g_native_index[static_cast<size_t>(node.sym)];
@@ -439,16 +503,27 @@ const char* judge_again(Executor& ex, const Node& node, int native, uint64_t key
 // Only valid calls are measured: `err` (with `checked` set) holds the check when one was needed.
 // A class on trial: `trial` is set, and the candidate's name returned.
 const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn native_call, const char*& ran_on,
-                            blas::ArgError& err, bool& checked, OpenTrial*& trial) noexcept {
+                            blas::ArgError& err, bool& checked, OpenTrial*& trial, bool& provisional) noexcept {
   ran_on = nullptr;
   trial = nullptr;
+  provisional = false;
   hal::profile::Profile& prof = ex.profile;
   const int native = native_index(ex, node);
   // A class whose candidates measured close, called in other halves of its sizes: its sub-class.
   uint64_t key = hal::profile::class_of(node);
-  const int v = prof.lookup(native, key, node);
-  if (SOL_LIKELY(v >= 0)) return prof.candidate_name(v);
-  if (v == hal::profile::Profile::kTrial) {
+  bool again = false;
+  const int v = prof.lookup(native, key, node, &again);
+  if (SOL_LIKELY(v >= 0 && !again)) return prof.candidate_name(v);
+  if (v >= 0) {
+    // Routed by a provisional row (Row::How): measured again once the process is calm, once; until
+    // then, and for an invalid call, routed by it, call by call (no call's plan is remembered).
+    provisional = true;
+    if (decision_ns() < pools_quiet_ns(node) || blas::check(node).level != blas::ArgError::none ||
+        !prof.claim_again(native, key))
+      return prof.candidate_name(v);
+    SOL_LOG(debug, "measuring %s again, calm: its figures were provisional", hal::profile::class_text(key).c_str());
+    provisional = false;
+  } else if (v == hal::profile::Profile::kTrial) {
     std::lock_guard<std::mutex> lock(ex.trials_mu);
     for (const auto& t : ex.trials)
       if (!t->trial.done() && t->native == native && t->key == key) {
@@ -458,22 +533,25 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     return nullptr;  // decided meanwhile
   }
   if (v == hal::profile::Profile::kJudgeAgain) return judge_again(ex, node, native, key, trial);
-  if (v != hal::profile::Profile::kUnknown) return nullptr;
-  // An accelerator still starting (it may be the fastest for a class this large): the class is
-  // measured once it is up, with every candidate; meanwhile the built-in order routes its calls.
-  if (flops >= ex.router.accelerator_floor() && !ex.router.accelerators_known()) {
-    log::once(log::Level::debug, "auto: accelerator starting",
-              "auto: an accelerator is still starting; classes are measured once it is up");
-    return nullptr;
-  }
-  if (!prof.measuring()) {
-    prof.unrouted(native, key);
-    return nullptr;
+  const bool reclaimed = v >= 0;  // claimed again above: the slot says kMeasuring
+  if (!reclaimed) {
+    if (v != hal::profile::Profile::kUnknown) return nullptr;
+    // An accelerator still starting (it may be the fastest for a class this large): the class is
+    // measured once it is up, with every candidate; meanwhile the built-in order routes its calls.
+    if (flops >= ex.router.accelerator_floor() && !ex.router.accelerators_known()) {
+      log::once(log::Level::debug, "auto: accelerator starting",
+                "auto: an accelerator is still starting; classes are measured once it is up");
+      return nullptr;
+    }
+    if (!prof.measuring()) {
+      prof.unrouted(native, key);
+      return nullptr;
+    }
   }
   err = blas::check(node);
   checked = true;
   if (err.level != blas::ArgError::none) return nullptr;
-  if (!prof.claim(native, key)) return nullptr;  // another thread measures it right now
+  if (!reclaimed && !prof.claim(native, key)) return nullptr;  // another thread measures it right now
   try {
     // The program's own routine (the Fortran one: a CBLAS call's column-major equivalent is what
     // every candidate computes; for dnnl_sgemm, oneDNN's own, on the same equivalent), then each
@@ -534,6 +612,8 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     // program's dnnl_sgemm is oneDNN's).
     ex.measurements.fetch_add(1, std::memory_order_relaxed);
     warm_up::settle();
+    if (g_tuning.load(std::memory_order_relaxed)) wait_until(pools_quiet_ns(node));
+    const uint64_t race_from = decision_ns();  // native's call is its first sample
     double native_seconds = -1;
     if (native_in) {
       const uint64_t t0 = decision_ns();
@@ -556,8 +636,18 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       prof.release(native, key);
       return nullptr;
     }
+    const bool tuning = g_tuning.load(std::memory_order_relaxed);
+    if (tuning) race_until_agreed(node, flops, candidates, home, row);
     if (outclassed) ex.note_native();  // the program's calls of other classes come after this one
     if (native >= 0 && native < 16 && !outclassed) ex.natives[native].note(row);
+    const std::string disturbed =
+        tuning ? "" : rules::disturbed(race_from, pools_quiet_ns(node), row, prof.near_calm(native, key));
+    row.how = !disturbed.empty() ? hal::profile::How::provisional
+              : tuning           ? hal::profile::How::tuned
+                                 : hal::profile::How::calm;
+    if (!disturbed.empty())
+      SOL_LOG(debug, "provisional figures for %s: %s; measured again once calm", hal::profile::class_text(key).c_str(),
+              disturbed.c_str());
     if (log::enabled(log::Level::debug)) {
       const auto text = [](const std::vector<hal::profile::Rate>& rates) {
         std::string t;
@@ -624,6 +714,7 @@ void observe_trial(Executor& ex, OpenTrial& t, double gflops, bool by_incumbent,
     }
     t.row.choice = v.wins ? t.candidate_name() : t.incumbent_name();
     t.row.trial.clear();
+    t.row.how = g_tuning.load(std::memory_order_relaxed) ? hal::profile::How::tuned : hal::profile::How::trial;
     // The class was measured alone, before the program's other classes settled where its calls
     // mostly run; a trial that ends away from there is measured again beside those threads.
     const std::string home = ex.profile.home(t.native, t.key);
@@ -950,7 +1041,8 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
     bool keep = true;
     if (ex->measured && flops >= hal::Router::measure_flops(kind) && ex->router.automatic(node, flops)) {
       const char* ran_on = nullptr;
-      measured = measured_choice(*ex, node, flops, native, ran_on, err, checked, trial);
+      bool provisional = false;  // routed by figures to measure again once calm: every call asks
+      measured = measured_choice(*ex, node, flops, native, ran_on, err, checked, trial, provisional);
       t_judging = trial != nullptr;
       if (ran_on) return ran_on;  // the class's first call, made while measuring
       // A class that stays native, the common case: straight there (the library checks arguments).
@@ -969,12 +1061,13 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
         ex->note_beside(nullptr);
         // Offered to the wrapper's memo: a GEMM's own arguments are its class (node.op), in a
         // process with no trial open, whose calls note_beside() must see.
-        if (node.op == Op::gemm && node.api != Api::dnnl && !ex->trial_open.load(std::memory_order_relaxed))
+        if (node.op == Op::gemm && node.api != Api::dnnl && !ex->trial_open.load(std::memory_order_relaxed) &&
+            !provisional)
           t_memo_offer = changes;
         native();
         return "native";
       }
-      keep = measured && !trial;  // known: not measured at this call, nor elsewhere right now
+      keep = measured && !trial && !provisional;  // known: not measured at this call, nor elsewhere right now
     }
     ex->router.plan(node, flops, kind, plan, measured);
     if (keep && ex->router.without_accelerators()) entry = {key, changes, plan};
@@ -1030,4 +1123,11 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
 // judged, not a race alone beside the previous shape's threads.
 extern "C" SOL_EXPORT int sol_tune_pending() noexcept {
   return sol::capture::t_judging ? 1 : 0;
+}
+
+// For SOL's own tune driver: this process measures for `sol tune`, with nothing else to run. Its
+// races wait until the process's pools are quiet and its figures are tuned ones (hal/profile.hpp,
+// Row::How), which a program's measurements never replace.
+extern "C" SOL_EXPORT void sol_tune_begin() noexcept {
+  sol::capture::g_tuning.store(true, std::memory_order_relaxed);
 }

@@ -1,6 +1,7 @@
 #include "capture/exec/rules.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace sol::capture::rules {
 
@@ -67,6 +68,28 @@ std::string rival(const hal::profile::Row& row, const KindOf& kind) {
       best = r.gflops;
     }
   return other;
+}
+
+std::string disturbed(uint64_t started_ns, uint64_t pools_quiet_ns, const hal::profile::Row& row,
+                      const std::vector<hal::profile::Row>& near) {
+  if (started_ns < pools_quiet_ns) {
+    char why[96];
+    std::snprintf(why, sizeof why, "the process is starting (its library's threads spin for %.0f ms more)",
+                  static_cast<double>(pools_quiet_ns - started_ns) * 1e-6);
+    return why;
+  }
+  for (const auto& r : row.rates)
+    for (const auto& n : near) {
+      if (n.how == hal::profile::How::provisional) continue;
+      for (const auto& calm : n.rates)
+        if (calm.candidate == r.candidate && r.gflops * kFarBelowCalm < calm.gflops) {
+          char why[160];
+          std::snprintf(why, sizeof why, "%s ran at %.3g GFLOP/s, %.3g on %s calmly", r.candidate.c_str(), r.gflops,
+                        calm.gflops, n.size.c_str());
+          return why;
+        }
+    }
+  return "";
 }
 
 }  // namespace sol::capture::rules

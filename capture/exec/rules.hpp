@@ -7,6 +7,7 @@
 #include <atomic>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "hal/profile.hpp"
 
@@ -67,5 +68,19 @@ NextTrial after_race(hal::profile::Row& row, bool native_in, const std::string& 
 // candidate of its row that can run here, against its choice; "" when there is none (or its
 // choice cannot run here).
 std::string rival(const hal::profile::Row& row, const KindOf& kind);
+
+// Why a race's figures cannot be trusted (Row::How::provisional), "" when nothing known disturbed
+// them:
+// - it began before `pools_quiet_ns`: the process is starting, and its library's thread pool spins
+//   from its load (OpenBLAS starts its workers then, and they spin for 2^28 counter ticks), beside
+//   every candidate on few cores;
+// - a candidate ran at under a quarter of what it ran at calmly on a near class (`near`: calm,
+//   trial or tuned rows of the same routine, element type, layout and transposes within twice the
+//   size each way): a library is not four times slower for so small a change of size, and beside a
+//   starting pool it was timed at a thousandth of its speed (oneDNN's 64^3 SGEMM at 0.1 GFLOP/s, 86
+//   in a process of its own).
+std::string disturbed(uint64_t started_ns, uint64_t pools_quiet_ns, const hal::profile::Row& row,
+                      const std::vector<hal::profile::Row>& near);
+inline constexpr double kFarBelowCalm = 4;
 
 }  // namespace sol::capture::rules

@@ -877,7 +877,7 @@ def generate(blas_path, dnnl_path, cublas_path, out_dir, cudnn_path=None):
     exports += [(name, "hook") for name in SYSCALL_HOOKS]
     # Asked by SOL's own tune driver whether the class of its last call is still on trial
     # (capture/exec/executor.cpp).
-    exports += [("sol_tune_pending", "tool")]
+    exports += [("sol_tune_pending", "tool"), ("sol_tune_begin", "tool")]
 
     names = [e[0] for e in exports]
     dup = {n for n in names if names.count(n) > 1}

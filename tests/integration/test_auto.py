@@ -8,7 +8,7 @@ candidate a class goes to, what is tried against what, and that results are bit 
 the chosen library run directly. The rules themselves, with their thresholds, are unit-tested with
 exact inputs (tests/unit/measure: the race on a clock the test moves, the trial call by call, the
 rules around them). Programs that must see a trial end call for three to six seconds of their own
-clock, several times the half second a trial takes; a device's start is waited for, not timed.
+clock, several times the half second a trial takes; a device's start is waited for, not timed."""
 import glob
 import json
 import os
@@ -58,17 +58,18 @@ def first_profile(cache, program, *args, **env):
 
 
 def set_rows(path, text, choice, judged=3, rates=None):
-    """Writes the profile `text` to `path` with each row's choice and judged count set and, given
-    `rates`, its rates: a dict of candidate -> GFLOP/s, or a function of each candidate the row has.
-    Without, the rest of each row stays as it is."""
+    """Writes the profile `text` to `path` with each row's choice and judged count set, its figures
+    calm (the test's own) and, given `rates`, its rates: a dict of candidate -> GFLOP/s, or a function
+    of each candidate the row has. Without, the rest of each row stays as it is."""
     if rates is None:
-        text = re.sub(r"^(row\t(?:[^\t]*\t){4})\w+\t\d+", r"\g<1>%s\t%d" % (choice, judged), text, flags=re.M)
+        text = re.sub(r"^(row\t(?:[^\t]*\t){4})\w+\t\d+\t\w+", r"\g<1>%s\t%d\tcalm" % (choice, judged), text,
+                      flags=re.M)
     else:
         def row(m):
-            names = re.findall(r"\t(\w+)=", m.group(2))
+            names = re.findall(r"\t(\w+)=", m.group(3))
             given = rates.items() if isinstance(rates, dict) else [(n, rates(n)) for n in names]
-            return "%s%s\t%d%s" % (m.group(1), choice, judged, "".join("\t%s=%s" % r for r in given))
-        text = re.sub(r"^(row\t(?:[^\t]*\t){4})\w+\t\d+((?:\t\w+=[0-9.]+)+)$", row, text, flags=re.M)
+            return "%s%s\t%d\tcalm\t%s%s" % (m.group(1), choice, judged, m.group(2), "".join("\t%s=%s" % r for r in given))
+        text = re.sub(r"^(row\t(?:[^\t]*\t){4})\w+\t\d+\t\w+\t(\d+)((?:\t\w+=[0-9.]+)+)$", row, text, flags=re.M)
     with open(path, "w") as f:
         f.write(text)
 
@@ -102,7 +103,8 @@ def profiles(cache):
 
 def rows(path):
     """The profile's rows, a class's later row (appended when it was measured again or tried in use)
-    in place of its earlier ones, as SOL reads them."""
+    in place of its earlier ones, as SOL reads them: [row, native, key, class, size, choice, judged,
+    how, seq, rates...]."""
     by_class = {}
     with open(path) as f:
         for l in f:
@@ -113,7 +115,7 @@ def rows(path):
 
 
 def row_rates(row):
-    return dict((k, float(v)) for k, v in (x.split("=") for x in row[7:]))
+    return dict((k, float(v)) for k, v in (x.split("=") for x in row[9:]))
 
 
 def cpu_above_sse3():
@@ -183,9 +185,12 @@ def test_a_second_process_routes_from_the_profile_without_measuring(cache):
     after = rows(path)
     assert len(after) == len(before), (before, after)
     for b, a in zip(before, after):
-        rates = sorted(float(r.split("=")[1]) for r in b[7:])
+        rates = sorted(float(r.split("=")[1]) for r in b[9:])
         close = b[6] == "1" and len(rates) > 1 and rates[-1] <= 1.5 * rates[-2]
-        assert a == (b[:6] + ["2"] + b[7:] if close else b), (b, a)
+        if close:  # appended again, with the count and a later sequence number
+            assert a[:6] + a[7:8] + a[9:] == b[:6] + b[7:8] + b[9:] and a[6] == "2", (b, a)
+        else:
+            assert a == b, (b, a)
     # Files private to the user.
     assert os.stat(path).st_mode & 0o077 == 0
     assert os.stat(os.path.dirname(path)).st_mode & 0o077 == 0
@@ -340,7 +345,7 @@ def test_each_call_goes_where_its_own_class_was_measured_to_go_call_after_call(c
                 f = l.split("\t")
                 ref = row_to_reference(f[2], f[3])
                 rates = ["native=%d" % (50 if ref else 100), "onednn=50", "reference=%d" % (100 if ref else 50)]
-                lines[i] = "\t".join(f[:5] + ["reference" if ref else "native", "3"] + rates)
+                lines[i] = "\t".join(f[:5] + ["reference" if ref else "native", "3", "calm", f[8]] + rates)
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
         settle = auto(cache, "interleaved_gemms", 1)
@@ -384,7 +389,7 @@ def test_the_entry_stubs_own_size_check_sends_exactly_the_calls_under_20_kflop_t
     for i, l in enumerate(lines):
         if l.startswith("row\t"):
             f = l.split("\t")
-            lines[i] = "\t".join(f[:5] + ["reference", "3", "native=50", "reference=100"])
+            lines[i] = "\t".join(f[:5] + ["reference", "3", "calm", f[8], "native=50", "reference=100"])
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     native = run([str(PROGRAMS / "gemm_sizes"), *specs], preload=False, env=ONE_THREAD)
@@ -509,7 +514,7 @@ def test_a_class_judged_close_is_judged_again_by_the_next_processes(cache):
     kept = auto(cache, "repeated_gemm", 128, 3, **slow)
     assert kept.returncode == 0 and len(trials(kept.stderr, against="onednn")) == 1, kept.stderr
     [row] = rows(path)
-    assert row[5:] == ["onednn", "3", "native=4000.000", "onednn=5000.000"], row
+    assert row[5:7] + row[9:] == ["onednn", "3", "native=4000.000", "onednn=5000.000"], row
 
 
 def test_a_slow_candidate_loses_its_trial_early(cache):
@@ -617,7 +622,7 @@ def test_a_class_whose_trial_against_home_is_unfinished_stays_home_until_a_later
     assert row[5] == "openblas", row
     assert row_rates(row)["onednn"] > row_rates(row)["openblas"], row  # the race's figures, as measured
     shown = run([SOL, "tune", "--show"], preload=False, env={"XDG_CACHE_HOME": cache, **ONE_THREAD, **knobs})
-    assert re.search(r"^  sgemm .* openblas\* +1$", shown.stdout, re.M), shown.stdout
+    assert re.search(r"^  sgemm .* openblas\* +1 +calm$", shown.stdout, re.M), shown.stdout
     assert "\n* where the program's other calls ran: " in shown.stdout, shown.stdout
     # The next process: no measuring; it tries the class on oneDNN in use, home's turn first, so
     # that its first call runs on home, as its DGEMM does; it ends before the trial.
@@ -771,6 +776,58 @@ def test_processes_measuring_at_once_keep_every_measurement(cache):
     classes = {r[3] for r in rows(path)}
     # Per size, the NT call (beta) and the NN call (aliasing): two classes each.
     assert len(classes) == 2 * len(sizes), classes
+
+
+@pytest.mark.skipif(not cpu_above_sse3(), reason="this CPU runs Prescott kernels by right")
+def test_a_race_while_the_process_starts_is_provisional_and_measured_again_once_calm(cache):
+    """A program that calls at once races its first class while its library's thread pool, started
+    at its load, still spins: those figures are provisional. The class routes by them, and is
+    measured again once the pool is quiet; a later process routes by the calm figures without
+    measuring. home_and_away's DGEMM under Prescott kernels has one candidate (the OpenBLAS instance:
+    no trial follows to replace its figures). The pool's spin is made about a second long
+    (OPENBLAS_THREAD_TIMEOUT=30: 2^30 counter ticks), so that the first call falls inside it and
+    later calls after it, however loaded the machine."""
+    env = {"OPENBLAS_NUM_THREADS": "2", "OPENBLAS_THREAD_TIMEOUT": "30", "OPENBLAS_CORETYPE": "Prescott"}
+    r = auto(cache, "home_and_away", 64, 64, 3, **env)
+    assert r.returncode == 0, r.stderr
+    dgemm = "gemm f64 transa=N transb=N m=64 n=64 k=64"
+    assert re.search(r"^sol: provisional figures for %s: the process is starting" % dgemm, r.stderr, re.M), r.stderr
+    assert re.search(r"^sol: measuring %s again, calm: its figures were provisional$" % dgemm, r.stderr, re.M), \
+        r.stderr
+    assert [m.group(1) for m in map(MEASURED.match, r.stderr.splitlines()) if m].count(dgemm) == 2, r.stderr
+    [row] = [x for x in rows(profiles(cache)[0]) if x[3] == dgemm]
+    assert row[7] == "calm", row
+    later = auto(cache, "home_and_away", 64, 64, 0.5, **env)
+    assert later.returncode == 0, later.stderr
+    assert dgemm not in [m.group(1) for m in map(MEASURED.match, later.stderr.splitlines()) if m], later.stderr
+    shown = run([SOL, "tune", "--show", "--format", "json"], preload=False, env={"XDG_CACHE_HOME": cache, **ONE_THREAD,
+                                                                                **env})
+    assert any(x["figures"] == "calm" and x["routine"] == "dgemm" for x in json.loads(shown.stdout)["rows"]), \
+        shown.stdout
+
+
+def test_eight_first_runs_at_once_leave_the_profile_one_run_would(cache):
+    """Eight processes of one program measuring from an empty profile at once, then one more: every
+    class routes where it does after a single first run, and the file holds one row per class. oneDNN
+    is fifty times slower, so that where each class goes is known."""
+    slow = {"SOL_TEST_SLOW": "onednn"}
+    single = os.path.join(cache, "single")
+    alone = auto(single, "measured_calls", 128, **slow)
+    assert alone.returncode == 0, alone.stderr
+    [path] = glob.glob(os.path.join(single, "sol", "profile-*.tsv"))
+    want = {r[3]: r[5] for r in rows(path)}
+    procs = [subprocess.Popen([str(PROGRAMS / "measured_calls"), "128"],
+                              env=clean_env({"XDG_CACHE_HOME": cache, "SOL_BACKEND": "auto", "SOL_TUNE": "1",
+                                             **ONE_THREAD, **slow}),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0 and out == alone.stdout, err
+    after = auto(cache, "measured_calls", 128, **slow)
+    assert after.returncode == 0 and after.stdout == alone.stdout, after.stderr
+    [path] = profiles(cache)
+    got = {r[3]: r[5] for r in rows(path)}
+    assert got == want == {c: "native" for c in want}, (got, want)
 
 
 @pytest.mark.skipif(not cpu_above_sse3(), reason="this CPU runs Prescott kernels by right")
@@ -1040,7 +1097,8 @@ def test_a_class_the_profile_sends_to_a_starting_accelerator_goes_there_once_it_
         lines = f.read().splitlines()
     for i, l in enumerate(lines):
         if l.startswith("row\t"):
-            lines[i] = "\t".join(l.split("\t")[:5] + ["opencl", "3", "native=100", "onednn=50", "opencl=200"])
+            f = l.split("\t")
+            lines[i] = "\t".join(f[:5] + ["opencl", "3", "calm", f[8], "native=100", "onednn=50", "opencl=200"])
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     r = go()

@@ -80,7 +80,7 @@ HOOKS |= {"read", "write", "pread", "pread64", "pwrite", "pwrite64", "readv", "w
           "preadv2", "pwritev2", "send", "sendto", "sendmsg", "recv", "recvfrom", "recvmsg", "fread",
           "fwrite", "fread_unlocked", "fwrite_unlocked", "madvise", "mprotect"}
 # Asked by SOL's own tune driver whether the class of its last call is still on trial.
-HOOKS |= {"sol_tune_pending"}
+HOOKS |= {"sol_tune_pending", "sol_tune_begin"}
 
 
 def test_exports_are_exactly_the_spec(exported):

@@ -86,7 +86,8 @@ int show(const config::Config& cfg, Format format) {
                              {"measured_at", r.size},
                              {"gflops", rates},
                              {"choice", r.choice},
-                             {"processes", r.judged}});
+                             {"processes", r.judged},
+                             {"figures", profile::how_name(r.how)}});
     }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
@@ -110,8 +111,8 @@ int show(const config::Config& cfg, Format format) {
     if (r.native != native) {
       native = r.native;
       std::printf("\nnative library %s\n", native.substr(0, native.find(':')).c_str());
-      std::printf("  %-7s %-40s %-16s %-44s %-9s %s\n", "routine", "shape class", "measured at", "candidates",
-                  "choice", "processes");
+      std::printf("  %-7s %-40s %-16s %-44s %-9s %-9s %s\n", "routine", "shape class", "measured at", "candidates",
+                  "choice", "processes", "figures");
     }
     std::string rates;
     for (const auto& rate : r.rates) {
@@ -123,8 +124,9 @@ int show(const config::Config& cfg, Format format) {
     // was still to end (a race beside home's threads is not taken at its word).
     const bool behind = profile::unconfirmed(r);
     kept = kept || behind;
-    std::printf("  %-7s %-40s %-16s %-44s %-9s %d\n", routine_of(r.key).c_str(), shape_of(r.key).c_str(),
-                r.size.c_str(), rates.c_str(), (r.choice + (behind ? "*" : "")).c_str(), r.judged);
+    std::printf("  %-7s %-40s %-16s %-44s %-9s %-9d %s\n", routine_of(r.key).c_str(), shape_of(r.key).c_str(),
+                r.size.c_str(), rates.c_str(), (r.choice + (behind ? "*" : "")).c_str(), r.judged,
+                profile::how_name(r.how));
   }
   if (kept)
     std::printf(
@@ -132,6 +134,10 @@ int show(const config::Config& cfg, Format format) {
         "  process ended before a trial in use could confirm it (later processes try it there, until\n"
         "  %d have judged the class)\n",
         profile::kJudges);
+  std::printf(
+      "\nfigures: calm (a race nothing known disturbed), trial (the calls of a trial in use), tuned (sol tune,\n"
+      "  which programs never replace), provisional (a race while the process started or beside a busy pool:\n"
+      "  measured again once calm)\n");
   if (const int others = other_profiles(profile::profile_dir(cfg), prof.path()))
     std::printf("\n%d more profile(s) in %s belong to other machines, library builds or environments.\n", others,
                 profile::profile_dir(cfg).c_str());

@@ -189,8 +189,10 @@ int main(int argc, char** argv) {
         fns[0] = nullptr;
         return false;
       }
-    // libsol's, when it is preloaded (`sol tune` does): whether the last call's class is on trial.
+    // libsol's, when it is preloaded (`sol tune` does): whether the last call's class is on trial,
+    // and the mark that makes this process's figures tuned ones, measured calmly.
     pending = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "sol_tune_pending"));
+    if (auto begin = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "sol_tune_begin"))) begin();
     return true;
   };
   if (one >= 0) {

@@ -138,5 +138,24 @@ TEST(Rules, AClassJudgedAgainTriesItsFastestOtherCandidateThatCanRunHere) {
   EXPECT_EQ(rival(gone, without_native), "");
 }
 
+TEST(Rules, ARaceBeforeTheProgramsPoolsAreQuietIsDisturbed) {
+  const Row row = race("native", "", {{"native", 100}, {"onednn", 0.1}});
+  EXPECT_NE(disturbed(1000, 2000, row, {}).find("the process is starting"), std::string::npos);
+  EXPECT_EQ(disturbed(2000, 2000, row, {}), "");  // from then on, nothing known disturbs it
+}
+
+TEST(Rules, ACandidateFarBelowItsCalmFigureOnANearClassMakesTheRaceDisturbed) {
+  Row near = race("onednn", "", {{"native", 80}, {"onednn", 86}});
+  near.size = "128x128x128";
+  EXPECT_NE(disturbed(0, 0, race("native", "", {{"native", 70}, {"onednn", 0.1}}), {near}).find(
+                "onednn ran at 0.1 GFLOP/s, 86 on 128x128x128 calmly"),
+            std::string::npos);
+  // A quarter of it or more: a size's own speed.
+  EXPECT_EQ(disturbed(0, 0, race("native", "", {{"native", 70}, {"onednn", 22}}), {near}), "");
+  // Only calm figures count: a provisional near row proves nothing.
+  near.how = hal::profile::How::provisional;
+  EXPECT_EQ(disturbed(0, 0, race("native", "", {{"native", 70}, {"onednn", 0.1}}), {near}), "");
+}
+
 }  // namespace
 }  // namespace sol::capture::rules

@@ -1,6 +1,8 @@
 #include "hal/profile.hpp"
 
 #include <gtest/gtest.h>
+
+#include <map>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -456,6 +458,96 @@ TEST_F(ProfileFiles, RowsAreAppendedAndTheLastOfAClassCounts) {
   EXPECT_EQ(rows[0].choice, "onednn");
   Profile again(cfg_);
   EXPECT_STREQ(again.candidate_name(again.lookup(again.native_index("lib"), a)), "onednn");
+}
+
+// How each row's figures were obtained, and their order across processes, travel with the row;
+// a process never replaces another's calm figures with provisional ones of its own, and nothing a
+// program measures replaces a tuned row.
+TEST_F(ProfileFiles, NoProcessSpoilsAnothersRows) {
+  const uint64_t a = class_of(gemm(512, 512, 512)), b = class_of(gemm(64, 64, 64)), c = class_of(gemm(256, 256, 256));
+  Profile first(cfg_), second(cfg_);  // two processes, both started before either wrote
+  const int lib1 = first.native_index("lib"), lib2 = second.native_index("lib");
+  EXPECT_EQ(second.lookup(lib2, a), Profile::kUnknown);  // read the (empty) file
+  Row calm = row(a, "openblas");
+  first.record(lib1, calm);
+  Row provisional = row(a, "onednn");
+  provisional.how = How::provisional;
+  second.record(lib2, provisional);  // later, and less trusted: not written
+  Row tuned = row(b, "native");
+  tuned.how = How::tuned;
+  first.record(lib1, tuned);
+  Row measured = row(b, "onednn");
+  second.record(lib2, measured);  // a program's calm figures against a tuned row: not written
+  Row older = row(c, "native"), newer = row(c, "onednn");
+  first.record(lib1, older);
+  second.record(lib2, newer);  // as trusted and later: it replaces the other's
+  std::vector<Row> rows;
+  std::string why;
+  FileState state;
+  ASSERT_TRUE(read_file(first.path(), machine_fingerprint(cfg_), rows, why, &state)) << why;
+  std::map<uint64_t, Row> by_key;
+  for (const Row& r : rows) by_key[r.key] = r;
+  EXPECT_EQ(by_key[a].choice, "openblas");
+  EXPECT_EQ(by_key[a].how, How::calm);
+  EXPECT_EQ(by_key[b].choice, "native");
+  EXPECT_EQ(by_key[b].how, How::tuned);
+  EXPECT_EQ(by_key[c].choice, "onednn");
+  EXPECT_GT(by_key[c].seq, by_key[b].seq);
+  EXPECT_EQ(state.last_seq, by_key[c].seq);
+  EXPECT_EQ(state.row_lines, 4u);  // a, b, c and c again
+  // A third process routes by what the file holds.
+  Profile third(cfg_);
+  const int lib3 = third.native_index("lib");
+  EXPECT_STREQ(third.candidate_name(third.lookup(lib3, a)), "openblas");
+  EXPECT_STREQ(third.candidate_name(third.lookup(lib3, b)), "native");
+  // A rewritten file keeps each row's order and how (the torn-line repair rewrites it whole).
+  std::ofstream(first.path(), std::ios::app) << "row\ttorn";
+  Row d = row(class_of(gemm(32, 32, 32)), "native");
+  third.record(lib3, d);
+  ASSERT_TRUE(read_file(first.path(), machine_fingerprint(cfg_), rows, why, &state)) << why;
+  EXPECT_FALSE(state.torn);
+  for (const Row& r : rows)
+    if (r.key == b) EXPECT_EQ(r.how, How::tuned);
+}
+
+// A provisional row routes the class, and asks for one measurement more in each process, once it
+// is calm (claim_again()); it is never judged again by trials, and the profile is not settled.
+TEST_F(ProfileFiles, AProvisionalRowIsMeasuredAgainOncePerProcess) {
+  const uint64_t key = class_of(gemm(256, 256, 256));
+  Node call = gemm(256, 256, 256);
+  {
+    Profile p(cfg_);
+    const int lib = p.native_index("lib");
+    ASSERT_TRUE(p.claim(lib, key));
+    Row r = row(key, "onednn");
+    r.how = How::provisional;
+    p.record(lib, r);
+    uint64_t k = key;
+    bool again = false;
+    EXPECT_STREQ(p.candidate_name(p.lookup(lib, k, call, &again)), "onednn");
+    EXPECT_TRUE(again);
+    ASSERT_TRUE(p.claim_again(lib, key));
+    EXPECT_EQ(p.lookup(lib, key), Profile::kMeasuring);
+    p.record(lib, r);  // still provisional: no second try in this process
+    k = key;
+    p.lookup(lib, k, call, &again);
+    EXPECT_FALSE(again);
+    EXPECT_FALSE(p.claim_again(lib, key));
+    EXPECT_FALSE(p.settled());
+  }
+  Profile next(cfg_);
+  const int lib = next.native_index("lib");
+  uint64_t k = key;
+  bool again = false;
+  EXPECT_STREQ(next.candidate_name(next.lookup(lib, k, call, &again)), "onednn");  // not kJudgeAgain
+  EXPECT_TRUE(again);
+  ASSERT_TRUE(next.claim_again(lib, key));
+  Row calm = row(key, "native");
+  next.record(lib, calm);
+  k = key;
+  next.lookup(lib, k, call, &again);
+  EXPECT_FALSE(again);
+  EXPECT_TRUE(next.settled());
 }
 
 // A line cut short (a crash of the system while appending) is dropped when read, and the next
