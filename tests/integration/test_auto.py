@@ -1023,6 +1023,37 @@ def test_sol_tune_measures_ahead_and_shows_the_profile(cache):
     assert off.returncode == 2 and sol_lines(off.stderr) == [off.stderr.strip()]
 
 
+def test_sol_tune_from_a_traced_run_measures_exactly_its_classes(cache, tmp_path):
+    """sol tune --from RUN: the GEMM and GEMV shape classes a traced NumPy run met (CBLAS, row-major
+    GEMMs and a column-major GEMV), each tuned in a process of its own; the program then routes every
+    call from its first without measuring."""
+    from conftest import PYTHON
+    script = tmp_path / "mm.py"
+    script.write_text("import numpy as np\n"
+                      "a = np.ones((128, 64), np.float32); b = np.ones((64, 96), np.float32)\n"
+                      "for _ in range(3): c = a @ b\n"
+                      "d = np.ones((200, 300)); f = d @ np.ones((300, 50)); g = d @ np.ones(300)\n"
+                      "print(float(c.sum()), float(f.sum()), float(g.sum()))\n")
+    trace = tmp_path / "trace"
+    traced = run([SOL, "run", "--trace", "--trace-dir", str(trace), "--", PYTHON, str(script)], preload=False,
+                 env={"XDG_CACHE_HOME": cache})
+    assert traced.returncode == 0, traced.stderr
+    env = {"XDG_CACHE_HOME": cache, "SOL_TUNE": "1", **ONE_THREAD}
+    tuned = run([SOL, "tune", "--from", str(trace), "--time-limit", "120"], preload=False, env=env)
+    assert tuned.returncode == 0, tuned.stderr
+    assert re.search(r"^sol: tune: 3 shapes from ", tuned.stderr, re.M), tuned.stderr
+    [path] = profiles(cache)
+    got = rows(path)
+    assert len(got) == 3 and all(r[7] == "tuned" for r in got), got
+    assert {r[3].split(" m=")[0] for r in got} == {"gemm f32 row-major transa=N transb=N",
+                                                   "gemm f64 row-major transa=N transb=N", "gemv f64 transa=T"}, got
+    again = run([PYTHON, str(script)], env={**env, "SOL_BACKEND": "auto", "SOL_LOG": "debug"})
+    assert again.returncode == 0 and not measured(again.stderr), again.stderr
+    assert again.stdout == traced.stdout
+    bad = run([SOL, "tune", "--from", str(tmp_path / "nowhere")], preload=False, env=env)
+    assert bad.returncode == 2 and sol_lines(bad.stderr) == [bad.stderr.strip()], bad.stderr
+
+
 # ---------------------------------------------------------------------------- an accelerator starting
 
 STARTED = "sol: opencl: device started ahead of the first call"

@@ -59,6 +59,7 @@ struct TuneOptions {
   double time_limit = 120;              // seconds of measuring, after which the rest waits for a next run
   bool quick = false;                   // a few shapes only (tests, a first look)
   std::string library = "libblas.so.3";  // the BLAS whose calls are measured, as programs load it
+  std::string from;                      // a traced run: the shape classes it met instead of the standard set
   Format format = Format::text;
 };
 

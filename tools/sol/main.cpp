@@ -312,6 +312,11 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->type_name("SECONDS");
   tune_cmd->add_flag("--quick", tune.quick, "a few shapes only");
+  tune_cmd->add_option("--from", tune.from,
+                       "a trace directory or summary (sol run --trace): measure exactly the GEMM and GEMV shape "
+                       "classes it met, so that the program routes right from its first call")
+      ->check(kNotEmpty)
+      ->type_name("RUN");
   tune_cmd->add_option("--library", tune.library, "the BLAS to measure (default libblas.so.3, as programs load it)")
       ->check(kNotEmpty)
       ->type_name("LIB");

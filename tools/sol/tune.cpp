@@ -19,6 +19,7 @@
 #include "config/config.hpp"
 #include "hal/profile.hpp"
 #include "tools/sol/commands.hpp"
+#include "tools/sol/survey.hpp"
 
 namespace sol::tools {
 namespace {
@@ -63,6 +64,45 @@ int other_profiles(const std::string& dir, const std::string& mine) {
     ::closedir(d);
   }
   return n;
+}
+
+// The value of "name=" in a trace shape ("m=256 n=64 k=128 transa=N transb=T layout=row"), "" if absent.
+std::string shape_field(const std::string& shape, const std::string& name) {
+  const size_t at = (" " + shape).find(" " + name + "=");
+  if (at == std::string::npos) return "";
+  const size_t from = at + name.size() + 1, end = shape.find(' ', from);
+  return shape.substr(from, end == std::string::npos ? std::string::npos : end - from);
+}
+
+// The tune driver's --shape arguments for the GEMM and GEMV calls a survey met (the routines it
+// calls: the Fortran ones and CBLAS's, f32 and f64), one per distinct shape. `skipped`: how many of
+// the survey's other computing signatures it cannot call.
+std::vector<std::string> shapes_from(const Survey& survey, int& skipped) {
+  std::vector<std::string> out;
+  skipped = 0;
+  for (const auto& [k, stats] : survey.ops) {
+    const bool gemm = k.op == "gemm", gemv = k.op == "gemv";
+    const bool real = k.dtype == "f32" || k.dtype == "f64";
+    const bool blas = k.api == "blas" || k.api == "cblas";
+    if (!(gemm || gemv) || !real || !blas) {
+      if (k.api != "dnnl_api" && k.dtype != "none") ++skipped;
+      continue;
+    }
+    const std::string layout = k.symbol.find("cblas") == std::string::npos ? "fortran"
+                               : shape_field(k.shape, "layout") == "row" ? "row"
+                                                                          : "col";
+    const std::string m = shape_field(k.shape, "m"), n = shape_field(k.shape, "n"), kk = shape_field(k.shape, "k");
+    std::string trans = shape_field(k.shape, "transa");
+    if (gemm) trans += shape_field(k.shape, "transb");
+    if (m.empty() || n.empty() || (gemm && kk.empty()) || trans.size() != (gemm ? 2u : 1u)) {
+      ++skipped;
+      continue;
+    }
+    const std::string shape = std::string(1, k.dtype == "f32" ? 's' : 'd') + k.op + " " + layout + " " + trans + " " +
+                              m + "x" + n + (gemm ? "x" + kk : "");
+    if (std::find(out.begin(), out.end(), shape) == out.end()) out.push_back(shape);
+  }
+  return out;
 }
 
 int show(const config::Config& cfg, Format format) {
@@ -153,6 +193,17 @@ int cmd_tune(const TuneOptions& o) {
   const std::string lib = find_libsol(), driver = find_driver();
   if (lib.empty()) return fail(2, "tune: cannot find libsol.so next to this sol or in " SOL_INSTALL_LIBDIR);
   if (driver.empty()) return fail(2, "tune: cannot find sol-tune-driver next to libsol.so");
+  std::vector<std::string> shapes;
+  if (!o.from.empty()) {
+    std::string error;
+    const std::optional<Survey> survey = load_survey(o.from, error);
+    if (!survey) return fail(2, "tune: " + error);
+    int skipped = 0;
+    shapes = shapes_from(*survey, skipped);
+    if (shapes.empty()) return fail(2, "tune: " + o.from + " has no GEMM or GEMV calls to measure");
+    std::fprintf(stderr, "sol: tune: %zu shapes from %s%s\n", shapes.size(), o.from.c_str(),
+                 skipped ? (" (" + std::to_string(skipped) + " other signatures: not GEMM or GEMV)").c_str() : "");
+  }
   const pid_t pid = ::fork();
   if (pid < 0) return fail(1, std::string("tune: fork: ") + std::strerror(errno));
   if (pid == 0) {
@@ -165,6 +216,10 @@ int cmd_tune(const TuneOptions& o) {
     const std::string limit = std::to_string(o.time_limit);
     std::vector<const char*> argv = {driver.c_str(), "--library", o.library.c_str(), "--time-limit", limit.c_str()};
     if (o.quick) argv.push_back("--quick");
+    for (const std::string& shape : shapes) {
+      argv.push_back("--shape");
+      argv.push_back(shape.c_str());
+    }
     argv.push_back(nullptr);
     ::execv(driver.c_str(), const_cast<char* const*>(argv.data()));
     std::fprintf(stderr, "sol: tune: cannot run %s: %s\n", driver.c_str(), std::strerror(errno));

@@ -8,7 +8,12 @@
 // is over (libsol's sol_tune_pending()), up to kJudgingSeconds: the profile then holds what was
 // judged in use, not only the race on copies.
 //
-//   sol-tune-driver [--library L] [--time-limit SECONDS] [--quick] [--one INDEX]
+//   sol-tune-driver [--library L] [--time-limit SECONDS] [--quick] [--shape SHAPE]... [--one INDEX]
+//
+// --shape, repeated: these shapes instead of the standard set (`sol tune --from` passes the classes
+// a traced run met): "ROUTINE LAYOUT TRANS MxNxK", ROUTINE sgemm, dgemm, sgemv or dgemv, LAYOUT
+// fortran (the Fortran routine), col or row (the CBLAS one in that layout), TRANS two letters for a
+// GEMM and one for a GEMV, whose size is MxN.
 //
 // Calls go through the global symbol table (dlsym(RTLD_DEFAULT)), so they reach libsol's
 // wrappers first, exactly as a program linked to the library does.
@@ -43,21 +48,49 @@ using sgemv_t = void (*)(const char*, const int*, const int*, const float*, cons
 using dgemv_t = void (*)(const char*, const int*, const int*, const double*, const double*, const int*,
                          const double*, const int*, const double*, double*, const int*, size_t);
 
+using cblas_sgemm_t = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float,
+                               float*, int);
+using cblas_dgemm_t = void (*)(int, int, int, int, int, int, double, const double*, int, const double*, int, double,
+                               double*, int);
+using cblas_sgemv_t = void (*)(int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+using cblas_dgemv_t = void (*)(int, int, int, int, double, const double*, int, const double*, int, double, double*,
+                               int);
+
 struct Shape {
   char routine;  // 'g' gemm, 'v' gemv
   bool dbl;
   char ta, tb;
   int m, n, k;
+  char layout = 0;  // 0: the Fortran routine; 'C' or 'R': the CBLAS one in that layout
   double flops() const { return routine == 'g' ? 2.0 * m * n * k : 2.0 * m * n; }
   std::string text() const {
-    char b[96];
+    char b[128];
+    const char* in = layout == 'R' ? " row-major" : layout == 'C' ? " col-major" : "";
     if (routine == 'g')
-      std::snprintf(b, sizeof b, "%cgemm %c%c %dx%dx%d", dbl ? 'd' : 's', ta, tb, m, n, k);
+      std::snprintf(b, sizeof b, "%s%cgemm%s %c%c %dx%dx%d", layout ? "cblas_" : "", dbl ? 'd' : 's', in, ta, tb, m,
+                    n, k);
     else
-      std::snprintf(b, sizeof b, "%cgemv %c %dx%d", dbl ? 'd' : 's', ta, m, n);
+      std::snprintf(b, sizeof b, "%s%cgemv%s %c %dx%d", layout ? "cblas_" : "", dbl ? 'd' : 's', in, ta, m, n);
     return b;
   }
 };
+
+// A --shape argument: "sgemm col NT 256x256x64", "dgemv fortran T 100x100"; false when malformed.
+bool parse_shape(const std::string& text, Shape& s) {
+  char routine[8] = "", layout[8] = "", trans[3] = "";
+  int m = 0, n = 0, k = 0;
+  const int got = std::sscanf(text.c_str(), "%7s %7s %2s %dx%dx%d", routine, layout, trans, &m, &n, &k);
+  const std::string r = routine, l = layout, t = trans;
+  if (r != "sgemm" && r != "dgemm" && r != "sgemv" && r != "dgemv") return false;
+  const bool gemm = r.compare(1, 4, "gemm") == 0;
+  if (got != (gemm ? 6 : 5) || t.size() != (gemm ? 2u : 1u) || m <= 0 || n <= 0 || (gemm && k <= 0)) return false;
+  for (char c : t)
+    if (c != 'N' && c != 'T' && c != 'C') return false;
+  if (l != "fortran" && l != "col" && l != "row") return false;
+  s = Shape{gemm ? 'g' : 'v', r[0] == 'd', t[0], gemm ? t[1] : 'N', m, n, gemm ? k : 0,
+            l == "col" ? 'C' : l == "row" ? 'R' : '\0'};
+  return true;
+}
 
 // Square GEMMs of every size class (octaves and their 1.5x points), the rectangular ones of
 // small-batch training (a batch of 32..128 rows against wide layers), and matrix-vector products,
@@ -85,8 +118,43 @@ std::vector<Shape> standard_set(bool quick) {
   return out;
 }
 
+// The CBLAS routine on a row- or column-major problem of the shape.
+template <class T>
+void run_cblas(const Shape& s, void* fn) {
+  const bool row = s.layout == 'R';
+  const auto code = [](char t) { return t == 'N' ? 111 : t == 'T' ? 112 : 113; };
+  // An op(A) of m x k: A is stored m x k, or k x m transposed; its leading dimension is its row
+  // length row-major, its column length column-major.
+  const auto ld = [&](int rows, int cols) { return std::max(row ? cols : rows, 1); };
+  const T alpha = 1, beta = 0;
+  if (s.routine == 'g') {
+    const int ar = s.ta == 'N' ? s.m : s.k, ac = s.ta == 'N' ? s.k : s.m;
+    const int br = s.tb == 'N' ? s.k : s.n, bc = s.tb == 'N' ? s.n : s.k;
+    std::vector<T> a(static_cast<size_t>(ar) * ac, T(0.5)), b(static_cast<size_t>(br) * bc, T(0.25)),
+        c(static_cast<size_t>(s.m) * s.n, T(0));
+    const int order = row ? 101 : 102;
+    if constexpr (sizeof(T) == 4)
+      reinterpret_cast<cblas_sgemm_t>(fn)(order, code(s.ta), code(s.tb), s.m, s.n, s.k, alpha, a.data(), ld(ar, ac),
+                                          b.data(), ld(br, bc), beta, c.data(), ld(s.m, s.n));
+    else
+      reinterpret_cast<cblas_dgemm_t>(fn)(order, code(s.ta), code(s.tb), s.m, s.n, s.k, alpha, a.data(), ld(ar, ac),
+                                          b.data(), ld(br, bc), beta, c.data(), ld(s.m, s.n));
+  } else {
+    std::vector<T> a(static_cast<size_t>(s.m) * s.n, T(0.5)), x(static_cast<size_t>(std::max(s.m, s.n)), T(1)),
+        y(x.size(), T(0));
+    const int order = row ? 101 : 102;
+    if constexpr (sizeof(T) == 4)
+      reinterpret_cast<cblas_sgemv_t>(fn)(order, code(s.ta), s.m, s.n, alpha, a.data(), ld(s.m, s.n), x.data(), 1, beta,
+                                          y.data(), 1);
+    else
+      reinterpret_cast<cblas_dgemv_t>(fn)(order, code(s.ta), s.m, s.n, alpha, a.data(), ld(s.m, s.n), x.data(), 1, beta,
+                                          y.data(), 1);
+  }
+}
+
 template <class T>
 void run(const Shape& s, void* fn) {
+  if (s.layout) return run_cblas<T>(s, fn);
   const int lda = std::max(s.routine == 'g' ? (s.ta == 'N' ? s.m : s.k) : s.m, 1);
   const int ldb = std::max(s.tb == 'N' ? s.k : s.n, 1);
   const int ldc = std::max(s.m, 1);
@@ -113,8 +181,8 @@ void run(const Shape& s, void* fn) {
 
 // One shape's calls, in this process: again while libsol tries its class in use, up to
 // kJudgingSeconds. Returns how many calls it made.
-int call_shape(const Shape& s, void* const fns[4], int (*pending)()) {
-  void* fn = fns[(s.routine == 'v' ? 2 : 0) + (s.dbl ? 1 : 0)];
+int call_shape(const Shape& s, void* const fns[8], int (*pending)()) {
+  void* fn = fns[(s.layout ? 4 : 0) + (s.routine == 'v' ? 2 : 0) + (s.dbl ? 1 : 0)];
   const auto from = std::chrono::steady_clock::now();
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
@@ -134,7 +202,8 @@ int call_shape(const Shape& s, void* const fns[4], int (*pending)()) {
 // measured alone and tried in use alone, as in a program whose work is that shape, instead of beside
 // the threads of the shapes before it, whose pools on few cores still spin (oneDNN's 64^3 SGEMM
 // charged to 0.0-0.2 GFLOP/s there, where it runs at 57-60). false when it could not start one.
-bool in_own_process(size_t index, const std::string& library, bool quick, int& status) {
+bool in_own_process(size_t index, const std::string& library, bool quick, const std::vector<std::string>& given,
+                    int& status) {
   char self[4096];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) return false;
@@ -143,6 +212,10 @@ bool in_own_process(size_t index, const std::string& library, bool quick, int& s
   std::vector<char*> args = {self, const_cast<char*>("--library"), const_cast<char*>(library.c_str()),
                              const_cast<char*>("--one"), one.data()};
   if (quick) args.push_back(const_cast<char*>("--quick"));
+  for (const std::string& g : given) {
+    args.push_back(const_cast<char*>("--shape"));
+    args.push_back(const_cast<char*>(g.c_str()));
+  }
   args.push_back(nullptr);
   pid_t pid;
   if (::posix_spawn(&pid, self, nullptr, nullptr, args.data(), environ) != 0) return false;
@@ -158,9 +231,20 @@ int main(int argc, char** argv) {
   double limit = 60;
   bool quick = false;
   long one = -1;  // --one INDEX: that shape alone (a child of the run below)
+  std::vector<std::string> given;  // --shape: these instead of the standard set
+  std::vector<Shape> shapes;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--library" && i + 1 < argc) library = argv[++i];
+    else if (a == "--shape" && i + 1 < argc) {
+      Shape s{};
+      given.push_back(argv[++i]);
+      if (!parse_shape(given.back(), s)) {
+        std::fprintf(stderr, "sol: tune driver: malformed shape '%s'\n", given.back().c_str());
+        return 2;
+      }
+      shapes.push_back(s);
+    }
     else if (a == "--time-limit" && i + 1 < argc) limit = std::atof(argv[++i]);
     else if (a == "--quick") quick = true;
     else if (a == "--one" && i + 1 < argc)
@@ -170,9 +254,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const std::vector<Shape> shapes = standard_set(quick);
+  if (given.empty()) shapes = standard_set(quick);
   const bool tty = ::isatty(2);
-  void* fns[4] = {};
+  void* fns[8] = {};
   int (*pending)() = nullptr;
   // The library's routines, for the shapes called here: all of them, or --one's (and every shape
   // whose process could not be started).
@@ -182,10 +266,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "sol: tune: cannot open %s: %s\n", library.c_str(), dlerror());
       return false;
     }
-    const char* names[4] = {"sgemm_", "dgemm_", "sgemv_", "dgemv_"};
-    for (int i = 0; i < 4; ++i)
-      if (!(fns[i] = dlsym(RTLD_DEFAULT, names[i]))) {
-        std::fprintf(stderr, "sol: tune: %s lacks sgemm_/dgemm_/sgemv_/dgemv_\n", library.c_str());
+    const char* names[8] = {"sgemm_",      "dgemm_",      "sgemv_",      "dgemv_",
+                            "cblas_sgemm", "cblas_dgemm", "cblas_sgemv", "cblas_dgemv"};
+    for (int i = 0; i < 8; ++i) fns[i] = dlsym(RTLD_DEFAULT, names[i]);
+    for (const Shape& s : shapes)
+      if (!fns[(s.layout ? 4 : 0) + (s.routine == 'v' ? 2 : 0) + (s.dbl ? 1 : 0)]) {
+        std::fprintf(stderr, "sol: tune: %s lacks the routine of %s\n", library.c_str(), s.text().c_str());
         fns[0] = nullptr;
         return false;
       }
@@ -216,7 +302,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, tty ? "\rsol: tune: [%zu/%zu] %-28s %6.1f s" : "sol: tune: [%zu/%zu] %s (%.1f s)\n",
                  done + 1, shapes.size(), s.text().c_str(), elapsed());
     int status = 0;
-    if (!in_own_process(i, library, quick, status))
+    if (!in_own_process(i, library, quick, given, status))
       call_shape(s, fns, pending);
     else if (WIFSIGNALED(status))
       std::fprintf(stderr, "%ssol: tune: %s: killed by signal %d; going on\n", tty ? "\n" : "",
