@@ -13,6 +13,7 @@
 #include <link.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,29 @@ void* find_in_object(const std::string& path, const char* name) noexcept {
   void* p = dlsym(handle, name);
   dlclose(handle);  // drops the reference RTLD_NOLOAD took, nothing more
   return p && !in_libsol(p) ? p : nullptr;
+}
+
+namespace {
+constexpr size_t kMaxOwn = 16;
+std::atomic<uintptr_t> g_own[kMaxOwn];
+}  // namespace
+
+void note_own_library(void* handle) noexcept {
+  link_map* map = nullptr;
+  if (!handle || dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map) return;
+  for (auto& slot : g_own) {
+    uintptr_t expected = 0;
+    if (slot.compare_exchange_strong(expected, map->l_addr) || expected == map->l_addr) return;
+  }
+}
+
+bool own_library(uintptr_t base) noexcept {
+  for (const auto& slot : g_own) {
+    const uintptr_t v = slot.load(std::memory_order_acquire);
+    if (!v) return false;
+    if (v == base) return true;
+  }
+  return false;
 }
 
 bool in_libsol(const void* address) noexcept {
