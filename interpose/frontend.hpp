@@ -165,6 +165,10 @@ inline void check_size_at_entry(Sym s) noexcept {
 // and by any call that arrives before it ran.
 void ensure_init() noexcept;
 
+// From initialisation on, looks for libraries whose BLAS or oneDNN work SOL cannot see, and says
+// so once (sight.cpp).
+void start_looking() noexcept;
+
 // Per symbol: 0 not looked up yet, 1 found (in g_native), 2 no loaded library defines it.
 extern std::atomic<uint8_t> g_native_state[];
 extern std::atomic<void*> g_native[];

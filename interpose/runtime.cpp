@@ -51,6 +51,7 @@ void init_process() noexcept {
       // executor (before it, so that its own call changes nothing).
       capture::lazy::serve_from_test_env();
       if (capture::start(cfg)) mode = kCapture;
+      start_looking();
     }
   } catch (...) {
     // Only allocation can throw here. Staying in passthrough keeps the program running.

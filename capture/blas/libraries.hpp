@@ -24,6 +24,7 @@ struct Library {
   uintptr_t base = 0;               // load address
   size_t names[kNumFamilies] = {};  // BLAS and CBLAS names of each family it defines (kNames)
   size_t dnnl_names = 0;            // oneDNN C API functions it defines (kNames)
+  bool own = false;                 // SOL loaded it for a backend (kOwn)
   int plain_bits = 0;               // the width of the plain names it defines; 0: none (kWidths)
   // Whose BLAS or DNN code it holds ("OpenBLAS", "MKL", "BLIS", "oneDNN", "BLAS"), or nullptr.
   const char* code = nullptr;
@@ -36,13 +37,15 @@ struct Library {
 };
 
 enum SurveyParts : unsigned {
-  kWidths = 1u << 0,  // plain_bits
-  kNames = 1u << 1,   // names, dnnl_names (a dlsym per intercepted name and object)
+  kWidths = 1u << 0,  // plain_bits (a probe call into each library defining plain names)
+  kNames = 1u << 1,   // names, dnnl_names (a lookup per intercepted name and object)
   kReach = 1u << 2,   // reaches_sol, called (every object's dynamic relocations)
+  kOwn = 1u << 3,     // SOL's own libraries too
 };
 
 // The loaded libraries that define BLAS or oneDNN names or hold their code, in load order: not
-// libsol, the main program, or a library SOL loaded for a backend (common/native.hpp).
+// libsol, the main program, or (without kOwn) a library SOL loaded for a backend
+// (common/native.hpp).
 std::vector<Library> survey(unsigned parts);
 
 }  // namespace sol::capture::blas

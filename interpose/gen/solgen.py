@@ -963,9 +963,11 @@ def generate(blas_path, dnnl_path, cublas_path, out_dir, cudnn_path=None):
     # first when the program installs its own (interpose/signal_hooks.cpp); a traced thread that
     # runs no Python names the Python code that started it (interpose/thread_hooks.cpp); memory
     # given back is observed, and large blocks are SOL's own pages while the lazy executor serves
-    # them (interpose/alloc_hooks.cpp).
+    # them (interpose/alloc_hooks.cpp); libraries that appear are looked at for BLAS or oneDNN work
+    # SOL cannot see (interpose/sight.cpp).
     hooks = ["_exit", "_Exit", "sigaction", "signal", "pthread_create", "free", "realloc", "munmap", "malloc",
-             "calloc", "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size"]
+             "calloc", "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size",
+             "dlopen"]
     exports += [(name, "hook", "none") for name in hooks]
     # System calls that may be given memory the lazy executor guards (interpose/syscall_hooks.cpp).
     exports += [(name, "hook", "none") for name in SYSCALL_HOOKS]

@@ -87,6 +87,8 @@ def cudnn_spec_names():
 HOOKS = {"_exit", "_Exit", "sigaction", "signal", "pthread_create", "free", "realloc", "munmap",
          "malloc", "calloc", "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
          "malloc_usable_size"}
+# Where libraries appear: SOL looks for ones whose BLAS work it cannot see (interpose/sight.cpp).
+HOOKS |= {"dlopen"}
 # The system calls given memory the lazy executor may guard (interpose/syscall_hooks.cpp).
 HOOKS |= {"read", "write", "pread", "pread64", "pwrite", "pwrite64", "readv", "writev", "preadv", "pwritev",
           "preadv2", "pwritev2", "send", "sendto", "sendmsg", "recv", "recvfrom", "recvmsg", "fread",
