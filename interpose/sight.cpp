@@ -63,10 +63,11 @@ void look() noexcept {
     for (const auto& lib : capture::blas::survey(capture::blas::kReach)) {
       if (!lib.out_of_sight() || g_told.exchange(true)) continue;
       SOL_LOG(warn,
-              "%s holds %s and calls it directly, through no name SOL intercepts: SOL sees none of that "
-              "work. A build linked to the system's libraries shows it to SOL (Debian's python3-torch "
-              "links libblas.so.3 and libdnnl.so.2), as does a CUDA build for GPU work (its cuBLAS and "
-              "cuDNN calls)",
+              "%s holds %s that no call reaches through a name SOL intercepts (its own code calls it "
+              "directly, or callers use pointers they looked up): SOL sees none of that work. A build "
+              "linked to the system's libraries shows it to SOL (Debian's python3-torch links "
+              "libblas.so.3 and libdnnl.so.2), as does a CUDA build for GPU work (its cuBLAS and cuDNN "
+              "calls)",
               lib.path.c_str(), what_code(lib.code));
       break;
     }

@@ -1,5 +1,5 @@
-"""What SOL cannot see, it says: one line for a library that holds BLAS code and calls it directly,
-through no name SOL intercepts (pip's libtorch_cpu.so with its static MKL), and nothing for a
+"""What SOL cannot see, it says: one line for a library that holds BLAS code no call reaches
+through a name SOL intercepts (pip's libtorch_cpu.so with its static MKL), and nothing for a
 program whose libraries SOL does see.
 
 The stand-in for libtorch_cpu.so is libstatic_blas_user.so: Debian's static OpenBLAS linked into a
@@ -11,7 +11,7 @@ import pytest
 
 from conftest import PROGRAMS, PYTHON, SOL, run, sol_lines
 
-UNSEEN = "calls it directly, through no name SOL intercepts"
+UNSEEN = "that no call reaches through a name SOL intercepts"
 
 
 def program(name):
