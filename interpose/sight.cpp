@@ -1,5 +1,5 @@
-// What SOL cannot see: a loaded library that holds BLAS or oneDNN code and calls it directly,
-// through no name SOL intercepts (pip's libtorch_cpu.so with its static MKL and oneDNN), gets one
+// What SOL cannot see: a loaded library that holds BLAS or oneDNN code that no call reaches through
+// a name SOL intercepts (pip's libtorch_cpu.so calls its static MKL and oneDNN directly) gets one
 // `sol:` line per process naming it, so that a user who sees no calls knows why.
 //
 // It is looked for where libraries appear, never on a call's path: when libsol starts (the
@@ -32,7 +32,7 @@ namespace {
 std::atomic<bool> g_looking_on{false};      // after libsol started, unless SOL_DISABLE or SOL_LOG=error
 std::atomic<bool> g_told{false};            // the line was written
 std::atomic<unsigned long long> g_seen{0};  // the loader's count of loads at the last look
-SOL_TLS bool t_looking = false;             // the survey's own dlopen calls come back here
+SOL_TLS bool t_looking = false;             // a look under way on this thread
 
 unsigned long long loads_so_far() noexcept {
   unsigned long long adds = 0;
