@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "common/native.hpp"
 
 namespace sol::fs_safety {
 namespace {
@@ -135,10 +136,15 @@ void* open_library(const std::string& name, int flags, std::string& why) {
       return nullptr;
     }
   }
+  // Already loaded: the program's own (the reference dlopen takes is all that changes).
+  void* loaded = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (loaded) ::dlclose(loaded);
   void* lib = ::dlopen(name.c_str(), flags);
   if (!lib) {
     const char* e = ::dlerror();
     why = e ? e : "cannot open " + name;
+  } else if (!loaded) {
+    note_own_library(lib);
   }
   return lib;
 }

@@ -26,7 +26,8 @@ std::string untrusted_reason(const std::string& path, bool missing_ok = false);
 // dlopen(name, flags), which runs the library's constructors in this process, for a bare soname
 // (libopenblas.so.0: the loader searches the system's directories, as for the program's own
 // libraries) or a path that untrusted_reason accepts. nullptr with `why` set otherwise; a library
-// refused as untrusted also gets one line.
+// refused as untrusted also gets one line. A library it loads afresh is noted as SOL's own
+// (note_own_library).
 void* open_library(const std::string& name, int flags, std::string& why);
 
 // mkdir -p, creating missing directories 0700; then "" when `dir` is trusted, else why not

@@ -13,19 +13,42 @@
 #include <link.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace sol {
 namespace {
 
-const void* own_base() noexcept {
-  static const void* base = [] {
-    Dl_info info{};
-    dladdr(reinterpret_cast<const void*>(&own_base), &info);
-    return static_cast<const void*>(info.dli_fbase);
+// libsol's loaded segments, found once. A range check, not dladdr: in_libsol() is asked while
+// dl_iterate_phdr holds the loader's list lock, where dladdr, which takes the loader's other lock,
+// could deadlock against a dlopen on another thread (glibc takes that one first).
+struct Range {
+  uintptr_t self, lo, hi;
+};
+const Range& own_range() noexcept {
+  static const Range range = [] {
+    Range r{reinterpret_cast<uintptr_t>(&own_range), 0, 0};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) -> int {
+          auto& r = *static_cast<Range*>(data);
+          uintptr_t lo = UINTPTR_MAX, hi = 0;
+          for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+            if (info->dlpi_phdr[i].p_type != PT_LOAD) continue;
+            const uintptr_t at = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+            lo = std::min(lo, at);
+            hi = std::max(hi, at + info->dlpi_phdr[i].p_memsz);
+          }
+          if (lo > r.self || r.self >= hi) return 0;
+          r.lo = lo, r.hi = hi;
+          return 1;
+        },
+        &r);
+    return r;
   }();
-  return base;
+  return range;
 }
 
 void* search_loaded_objects(const char* name) {
@@ -58,9 +81,33 @@ void* find_in_object(const std::string& path, const char* name) noexcept {
   return p && !in_libsol(p) ? p : nullptr;
 }
 
+namespace {
+constexpr size_t kMaxOwn = 16;
+std::atomic<uintptr_t> g_own[kMaxOwn];
+}  // namespace
+
+void note_own_library(void* handle) noexcept {
+  link_map* map = nullptr;
+  if (!handle || dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map) return;
+  for (auto& slot : g_own) {
+    uintptr_t expected = 0;
+    if (slot.compare_exchange_strong(expected, map->l_addr) || expected == map->l_addr) return;
+  }
+}
+
+bool own_library(uintptr_t base) noexcept {
+  for (const auto& slot : g_own) {
+    const uintptr_t v = slot.load(std::memory_order_acquire);
+    if (!v) return false;
+    if (v == base) return true;
+  }
+  return false;
+}
+
 bool in_libsol(const void* address) noexcept {
-  Dl_info info{};
-  return dladdr(address, &info) && info.dli_fbase == own_base();
+  const Range& r = own_range();
+  const auto a = reinterpret_cast<uintptr_t>(address);
+  return r.lo <= a && a < r.hi;
 }
 
 const char* object_name(const void* address) noexcept {

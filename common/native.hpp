@@ -1,6 +1,7 @@
 // Finding a symbol's definition outside libsol: the library the program itself would use.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,12 @@ std::vector<std::string> loaded_objects();
 // The definition of `name` in the loaded object at `path` or the libraries it depends on, outside
 // libsol; nullptr when there is none (or the object is no longer loaded).
 void* find_in_object(const std::string& path, const char* name) noexcept;
+
+// Libraries SOL loaded for its own backends (fs_safety::open_library notes each one it loads
+// afresh): not the program's, so surveys of the program's libraries leave them out. `base` is the
+// object's load address (dl_phdr_info::dlpi_addr).
+void note_own_library(void* handle) noexcept;
+bool own_library(uintptr_t base) noexcept;
 
 // True when `address` lies in libsol itself.
 bool in_libsol(const void* address) noexcept;

@@ -140,6 +140,11 @@ class Backend {
   // CPU's measured time for the node's shape before measuring or choosing the device.
   virtual double estimate_seconds(const capture::Node& /*node*/, double /*flops*/) const noexcept { return -1; }
 
+  // Whether BLAS nodes may have dimensions, leading dimensions and increments beyond 32 bits
+  // here (an ILP64 call's). Where not, the executor declines such a node for the backend
+  // (dims_exceed_backend) before supports() sees it.
+  virtual bool wide_dims() const noexcept { return false; }
+
   // Reason::ok when run() would compute this node, else why not.
   virtual Reason supports(const capture::Node& node) const noexcept = 0;
 

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <new>
 
 #include "capture/capture.hpp"
@@ -164,6 +165,10 @@ inline void check_size_at_entry(Sym s) noexcept {
 // and by any call that arrives before it ran.
 void ensure_init() noexcept;
 
+// From initialisation on, looks for libraries whose BLAS or oneDNN work SOL cannot see, and says
+// so once (sight.cpp).
+void start_looking() noexcept;
+
 // Per symbol: 0 not looked up yet, 1 found (in g_native), 2 no loaded library defines it.
 extern std::atomic<uint8_t> g_native_state[];
 extern std::atomic<void*> g_native[];
@@ -179,6 +184,13 @@ inline void* resolve(Sym s) noexcept {
 }
 // Whether `s` was found to have no native definition.
 bool native_missing(Sym s) noexcept;
+
+// How wide the INTEGERs of the plain names (dgemm_, cblas_dgemm) are in this process: those of
+// the libraries that define them (Debian's libblas64 and openblas64 are ILP64). Decided once, at
+// the first call of a plain name that SOL looks at (native.cpp). mixed: libraries of both widths
+// define them, and no call says which one its caller meant.
+enum class PlainWidth : uint8_t { lp64, ilp64, mixed };
+PlainWidth plain_width() noexcept;
 
 // Resolves `s` into its wrapper's slot. nullptr when there is no native definition: the slot
 // keeps its resolver, the symbol's mode byte sends later calls to the slow path, and SOL's
@@ -202,6 +214,17 @@ class SlowCall {
 
   bool capturing() const noexcept { return capturing_; }
   capture::Node& node() noexcept { return *std::launder(reinterpret_cast<capture::Node*>(storage_)); }
+
+  // An INTEGER argument at the call's width (capture::Node::ilp64): a Fortran one by its address,
+  // a CBLAS one as the 64-bit register or stack slot it came in, whose upper half an LP64 caller
+  // leaves undefined.
+  int64_t integer(const int* p) const noexcept {
+    if (!ilp64_) return *p;
+    int64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  int64_t integer(int64_t reg) const noexcept { return ilp64_ ? reg : static_cast<int32_t>(reg); }
 
   // oneDNN calls: through the oneDNN frontend (interpose/dnnl), which describes primitives and
   // makes executions DNN nodes.
@@ -235,6 +258,7 @@ class SlowCall {
 
  private:
   bool capturing_;
+  bool ilp64_;
   alignas(capture::Node) unsigned char storage_[sizeof(capture::Node)];
 };
 

@@ -3,7 +3,10 @@
 #include "common/native.hpp"
 
 #include <atomic>
+#include <mutex>
+#include <string>
 
+#include "capture/blas/libraries.hpp"
 #include "common/log.hpp"
 #include "interpose/frontend.hpp"
 
@@ -32,6 +35,39 @@ void* resolve_slow(Sym s) noexcept {
 
 bool native_missing(Sym s) noexcept {
   return g_native_state[static_cast<size_t>(s)].load(std::memory_order_acquire) == 2;
+}
+
+namespace {
+
+std::once_flag g_plain_once;
+std::atomic<PlainWidth> g_plain{PlainWidth::lp64};
+
+void decide_plain_width() noexcept {
+  try {
+    std::string lp64, ilp64;
+    for (const auto& lib : capture::blas::survey(capture::blas::kWidths)) {
+      if (lib.plain_bits == 32 && lp64.empty()) lp64 = lib.path;
+      if (lib.plain_bits == 64 && ilp64.empty()) ilp64 = lib.path;
+    }
+    if (!ilp64.empty() && !lp64.empty()) {
+      g_plain.store(PlainWidth::mixed, std::memory_order_release);
+      SOL_LOG(warn,
+              "both %s (32-bit integers) and %s (64-bit) define the plain BLAS names, and a call does not "
+              "say which its caller meant: SOL passes those calls through untouched",
+              lp64.c_str(), ilp64.c_str());
+    } else if (!ilp64.empty()) {
+      g_plain.store(PlainWidth::ilp64, std::memory_order_release);
+      SOL_LOG(info, "the plain BLAS names take 64-bit integers here (%s)", ilp64.c_str());
+    }
+  } catch (...) {  // allocation failure: the plain names stay LP64, as SOL took them before
+  }
+}
+
+}  // namespace
+
+PlainWidth plain_width() noexcept {
+  std::call_once(g_plain_once, decide_plain_width);
+  return g_plain.load(std::memory_order_acquire);
 }
 
 }  // namespace sol::interpose

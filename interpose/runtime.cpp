@@ -14,7 +14,7 @@ namespace sol::interpose {
 constinit std::atomic<uint32_t> g_mode{kNeedsInit};
 
 constinit uint8_t g_modes[] = {
-#define SOL_SYMBOL(id, api, op, dtype, fields) 1,
+#define SOL_SYMBOL(id, api, op, dtype, fields, family) 1,
 #include "symbols.inc"
 #undef SOL_SYMBOL
 };
@@ -51,6 +51,7 @@ void init_process() noexcept {
       // executor (before it, so that its own call changes nothing).
       capture::lazy::serve_from_test_env();
       if (capture::start(cfg)) mode = kCapture;
+      start_looking();
     }
   } catch (...) {
     // Only allocation can throw here. Staying in passthrough keeps the program running.
@@ -78,7 +79,8 @@ void ensure_init() noexcept {
   std::call_once(g_once, init_process);
 }
 
-SlowCall::SlowCall(Sym sym, capture::Op op, capture::DType dtype) noexcept : capturing_(false) {
+SlowCall::SlowCall(Sym sym, capture::Op op, capture::DType dtype) noexcept
+    : capturing_(false), ilp64_(false) {
   const bool outer = t_depth++ == 0;
   if (outer) ensure_init();
   // With no native definition there is nowhere else to go: SOL serves the call, even one made
@@ -99,8 +101,22 @@ SlowCall::SlowCall(Sym sym, capture::Op op, capture::DType dtype) noexcept : cap
       }
     }
   }
+  const capture::Family family = capture::symbol_family(sym);
+  if (family == capture::Family::plain) {
+    const PlainWidth width = plain_width();
+    // Libraries of both widths: a call's integers cannot be read, so it goes where it would have
+    // gone without SOL, untouched, and so does every later call of the symbol.
+    if (width == PlainWidth::mixed && native) {
+      set_passthrough(sym, true);
+      return;
+    }
+    ilp64_ = width == PlainWidth::ilp64;
+  } else {
+    ilp64_ = capture::family_bits(family) == 64;
+  }
   auto* node = new (storage_) capture::Node(sym, op, dtype);
   node->native = native;
+  node->ilp64 = ilp64_;
   capturing_ = true;
 }
 

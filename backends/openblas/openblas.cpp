@@ -8,6 +8,7 @@
 #include <string>
 
 #include "capture/blas/call.hpp"
+#include "capture/blas/libraries.hpp"
 #include "common/cpu.hpp"
 #include "common/fs_safety.hpp"
 #include "common/log.hpp"
@@ -58,10 +59,10 @@ class OpenBlas final : public hal::Backend {
     size_t found = 0;
     for (size_t i = 0; i < capture::kNumSymbols; ++i) {
       const auto sym = static_cast<Sym>(i);
-      // Only the Fortran routines (name_, not the shims namesub_): call_fortran() calls those.
+      // Only the plain Fortran routines (name_, not the shims namesub_): call_fortran() calls those.
       const std::string n = capture::symbol_name(sym);
-      if (capture::symbol_api(sym) != capture::Api::blas || n.size() < 2 || n.back() != '_' ||
-          n.compare(n.size() - 4, 4, "sub_") == 0)
+      if (capture::symbol_api(sym) != capture::Api::blas ||
+          capture::symbol_family(sym) != capture::Family::plain || n.compare(n.size() - 4, 4, "sub_") == 0)
         continue;
       fns_[i] = dlsym(lib_, n.c_str());
       found += fns_[i] != nullptr;
@@ -71,6 +72,8 @@ class OpenBlas final : public hal::Backend {
       return false;
     }
     if (auto get = reinterpret_cast<const char* (*)()>(dlsym(lib_, "openblas_get_config"))) version_ = get();
+    // The program's own OpenBLAS may be an ILP64 build (Debian's openblas64): called at its width.
+    ilp64_ = capture::blas::int_bits(lib_, capture::Family::plain) == 64;
     auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(lib_, "openblas_set_num_threads"));
     // The thread count is the program's business when the library is the program's own, so a
     // private instance standing in for it starts with the program's count.
@@ -94,6 +97,7 @@ class OpenBlas final : public hal::Backend {
     std::string d = version_.empty() ? "BLAS library" : version_;
     if (!kernels_.empty()) d += ", " + kernels_ + " kernels";
     if (get_threads_) d += ", " + std::to_string(get_threads_()) + " threads";
+    if (ilp64_) d += ", 64-bit integers";
     if (shared_) d += ", the program's own instance";
     if (!kernels_note_.empty()) d += ", " + kernels_note_;
     return d;
@@ -115,6 +119,8 @@ class OpenBlas final : public hal::Backend {
     return theirs && theirs == dlsym(lib_, "openblas_get_config");
   }
 
+  bool wide_dims() const noexcept override { return ilp64_; }
+
   bool outclasses_native(Sym /*routine*/, const void* native_fn) const noexcept override {
     return replaces_programs_ && programs_config_ && native_fn && openblas_config_of(native_fn) == programs_config_;
   }
@@ -124,7 +130,7 @@ class OpenBlas final : public hal::Backend {
     if (routine == capture::blas::kNoRoutine) return Reason::op_unsupported;
     void* fn = fns_[static_cast<size_t>(routine)];
     if (!fn) return Reason::op_unsupported;
-    capture::blas::call_fortran(routine, fn, node);
+    capture::blas::call_fortran(routine, fn, node, ilp64_);
     return Reason::ok;
   }
 
@@ -282,6 +288,7 @@ class OpenBlas final : public hal::Backend {
   void* lib_ = nullptr;
   bool shared_ = false;
   bool private_ = false;            // lib_ is a private instance (load_private())
+  bool ilp64_ = false;              // lib_ takes 64-bit INTEGERs
   bool replaces_programs_ = false;  // lib_ is a private instance standing in for the program's
   int programs_threads_ = 0;        // the program's instance's thread count when that happened
   const void* programs_config_ = nullptr;  // the program's instance's openblas_get_config

@@ -106,7 +106,7 @@ Real<T> nrm2(int64_t n, const T* xp, int64_t incx) {
 
 // ISAMAX, IDAMAX, ICAMAX, IZAMAX: 1-based, 0 when n < 1 or incx <= 0.
 template <class T>
-int iamax(int64_t n, const T* xp, int64_t incx) {
+int64_t iamax(int64_t n, const T* xp, int64_t incx) {
   if (n < 1 || incx <= 0) return 0;
   if (n == 1) return 1;
   auto mag = [](T v) {
@@ -117,11 +117,11 @@ int iamax(int64_t n, const T* xp, int64_t incx) {
     }
   };
   Vec x(xp, n, incx);
-  int best = 1;
+  int64_t best = 1;
   Real<T> smax = mag(x[0]);
   for (int64_t i = 1; i < n; ++i) {
     if (mag(x[i]) > smax) {
-      best = int(i + 1);
+      best = i + 1;
       smax = mag(x[i]);
     }
   }

@@ -265,6 +265,7 @@ class ReferenceBackend final : public hal::Backend {
   const char* name() const noexcept override { return "reference"; }
   bool init(const config::Config&, std::string&) noexcept override { return true; }
   std::string device() const override { return "CPU, plain loops with netlib reference BLAS 3.11 semantics"; }
+  bool wide_dims() const noexcept override { return true; }  // its loops count in 64 bits
 
   Reason supports(const Node& node) const noexcept override {
     if (node.dnn) return dnn::dnn_supports(node);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "capture/blas/blas.hpp"
 #include "capture/exec/executor.hpp"
@@ -15,8 +16,10 @@
 namespace sol::capture {
 namespace {
 
-using XerblaFn = void (*)(const char* srname, const int* info, size_t len);
-using CblasXerblaFn = void (*)(int info, const char* routine, const char* form, ...);
+// INFO is the call's INTEGER (32 or 64 bits, Node::ilp64): by address in XERBLA; by value in
+// cblas_xerbla, where the whole register holds it for either width.
+using XerblaFn = void (*)(const char* srname, const void* info, size_t len);
+using CblasXerblaFn = void (*)(int64_t info, const char* routine, const char* form, ...);
 
 // The program's own definition: the global scope's (an executable that overrides xerbla_, or the
 // BLAS it links), else the one in the library that defines the call's native symbol (a BLAS a
@@ -66,17 +69,22 @@ void report_invalid(const Node& node, const blas::ArgError& e) noexcept {
     if (row_major) *row_major = e.row_major ? 1 : 0;
     if (from_c) *from_c = 1;
   }
+  // The error handlers as the call's name family spells them (scipy_xerbla_64_...).
+  const Family family = symbol_family(node.sym);
   if (e.level == blas::ArgError::cblas) {
-    auto fn = reinterpret_cast<CblasXerblaFn>(program_symbol("cblas_xerbla", node));
+    const std::string name = family_c_name(family, "cblas_xerbla");
+    auto fn = reinterpret_cast<CblasXerblaFn>(program_symbol(name.c_str(), node));
     if (fn)
       fn(e.info, e.routine, e.message, e.bad_value);
     else
       reference_cblas_xerbla(e.info, e.routine, e.message, e.bad_value);
   } else {
-    auto fn = reinterpret_cast<XerblaFn>(program_symbol("xerbla_", node));
+    const std::string name = family_fortran_name(family, "xerbla");
+    auto fn = reinterpret_cast<XerblaFn>(program_symbol(name.c_str(), node));
     const int info = e.info;
+    const int64_t info64 = e.info;
     if (fn)
-      fn(e.routine, &info, std::strlen(e.routine));
+      fn(e.routine, node.ilp64 ? static_cast<const void*>(&info64) : &info, std::strlen(e.routine));
     else
       reference_xerbla(e.routine, info);
   }

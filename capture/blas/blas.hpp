@@ -36,6 +36,13 @@ struct ArgError {
 // the numbering of netlib's reference BLAS 3.11 and its CBLAS.
 ArgError check(const Node& node) noexcept;
 
+// Whether a backend takes the node's integers: hal::Reason::ok, or dims_exceed_backend for an
+// ILP64 call with a dimension, leading dimension or increment beyond what the backend's integers
+// hold (hal::Backend::wide_dims: 32 bits unless it says otherwise). For tests, the environment
+// variable SOL_TEST_DIM_LIMIT=N makes every backend's bound N, for every BLAS node, so that small
+// problems take the declined path.
+hal::Reason fits_backend(const Node& node, const hal::Backend& backend) noexcept;
+
 // ------------------------------------------------------------------------- memory and work
 
 // How a routine indexes an operand.

@@ -13,10 +13,15 @@ inline constexpr Sym kNoRoutine = static_cast<Sym>(0xffff);
 // or kNoRoutine. `real_alpha` tells csscal from cscal.
 Sym fortran_routine(Op op, DType dtype, bool real_alpha) noexcept;
 
+// The Fortran routine `routine` (a plain name, as fortran_routine() gives) as name family `family`
+// spells it (dgemm_ -> dgemm_64_, scipy_dgemm_64_...); kNoRoutine for Family::none.
+Sym in_family(Sym routine, Family family) noexcept;
+
 // Calls `fn`, a pointer to Fortran routine `routine` (with the Fortran ABI: arguments by reference,
-// hidden string lengths), with the arguments of a valid column-major node. A function's result
-// goes to node.ret.
-void call_fortran(Sym routine, void* fn, Node& node) noexcept;
+// hidden string lengths) in any family, with the arguments of a valid column-major node, as
+// INTEGERs of 64 bits where `ilp64` (the library `fn` is in is ILP64) and of 32 otherwise. A
+// function's result goes to node.ret.
+void call_fortran(Sym routine, void* fn, Node& node, bool ilp64 = false) noexcept;
 
 // Calls `fn`, a pointer to oneDNN's dnnl_sgemm (row-major), with the arguments of a valid
 // column-major SGEMM node: column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T, the

@@ -3,10 +3,13 @@
 // arguments (a bad n or increment makes it return early), so only levels 2 and 3 can fail.
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "capture/blas/blas.hpp"
 #include "capture/blas/detail.hpp"
+#include "common/macros.hpp"
 
 namespace sol::capture::blas {
 namespace {
@@ -354,6 +357,27 @@ ArgError check(const Node& node) noexcept {
   if (node.blas.layout != 'R') return fortran_error(node, node.op, node.blas);
   const detail::FortranCall fc = detail::fortran_call(node);
   return fortran_error(node, fc.op, fc.args);
+}
+
+namespace {
+int64_t test_dim_limit() noexcept {
+  static const int64_t limit = [] {
+    const char* v = secure_getenv("SOL_TEST_DIM_LIMIT");
+    return v && *v ? std::max<int64_t>(0, std::strtoll(v, nullptr, 10)) : 0;
+  }();
+  return limit;
+}
+}  // namespace
+
+hal::Reason fits_backend(const Node& node, const hal::Backend& backend) noexcept {
+  const int64_t test = test_dim_limit();
+  if (SOL_LIKELY(!node.ilp64 && !test)) return hal::Reason::ok;  // an LP64 call fits every backend
+  if (op_family(node.op)[0] != 'b') return hal::Reason::ok;
+  const int64_t limit = test ? test : backend.wide_dims() ? INT64_MAX : INT32_MAX;
+  const BlasArgs& b = node.blas;
+  for (int64_t v : {b.m, b.n, b.k, b.kl, b.ku, b.lda, b.ldb, b.ldc, b.incx, b.incy})
+    if (v > limit || v < -limit) return hal::Reason::dims_exceed_backend;
+  return hal::Reason::ok;
 }
 
 }  // namespace sol::capture::blas

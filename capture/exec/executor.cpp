@@ -137,8 +137,9 @@ bool warn_if_below_par(void* lib) noexcept {
   }
 }
 
-// `below_par`: an OpenBLAS that runs kernels older than this CPU's.
-hal::NativeKind classify(const void* native, bool& below_par) noexcept {
+// `below_par`: an OpenBLAS that runs kernels older than this CPU's. `family`: how the library
+// spells OpenBLAS's openblas_get_config (scipy_openblas_get_config64_...).
+hal::NativeKind classify(const void* native, Family family, bool& below_par) noexcept {
   below_par = false;
   if (!native) return hal::NativeKind::missing;
   Dl_info info{};
@@ -152,6 +153,8 @@ hal::NativeKind classify(const void* native, bool& below_par) noexcept {
   if (dlsym(lib, "openblas_get_config")) {
     kind = hal::NativeKind::openblas;
     below_par = warn_if_below_par(lib);
+  } else if (family != Family::none && dlsym(lib, family_c_name(family, "openblas_get_config").c_str())) {
+    kind = hal::NativeKind::openblas;
   }
   else if (dlsym(lib, "mkl_get_version") || dlsym(lib, "MKL_Get_Version"))
     kind = hal::NativeKind::mkl;
@@ -168,7 +171,7 @@ hal::NativeKind classify(const void* native, bool& below_par) noexcept {
 size_t result_size(const Node& node) noexcept {
   const bool dbl = node.dtype == DType::f64 || node.dtype == DType::c128;
   switch (node.op) {
-    case Op::iamax: return sizeof(int);
+    case Op::iamax: return node.ilp64 ? sizeof(int64_t) : sizeof(int);  // an INTEGER
     case Op::sdsdot: return sizeof(float);
     case Op::dsdot: return sizeof(double);
     case Op::dot:
@@ -191,18 +194,22 @@ void deliver_result(Node& node) noexcept {
     return;
   }
   if (node.api == Api::cblas && node.op == Op::iamax) {
-    const int fortran = node.ret.get<int>();  // 1-based, 0 for an empty vector
+    const int64_t fortran = node.ret.get<int64_t>();  // 1-based, 0 for an empty vector
     node.ret.set<size_t>(fortran > 0 ? static_cast<size_t>(fortran - 1) : 0);
   }
 }
 
-// The program's own Fortran routine for a node (verify mode re-runs redirected nodes on it).
-void* native_routine(Sym routine) noexcept {
+// The program's own Fortran routine `routine` (a plain name) in the name family of the node's
+// call, which SOL calls at the call's integer width (verify mode re-runs redirected nodes on it,
+// auto measures it).
+void* native_routine(const Node& node, Sym routine) noexcept {
   static std::atomic<void*> cache[kNumSymbols];
   static std::atomic<uint8_t> looked[kNumSymbols];
-  const auto i = static_cast<size_t>(routine);
+  const Sym own = blas::in_family(routine, symbol_family(node.sym));
+  if (own == blas::kNoRoutine) return nullptr;
+  const auto i = static_cast<size_t>(own);
   if (!looked[i].load(std::memory_order_acquire)) {
-    cache[i].store(find_native(symbol_name(routine)), std::memory_order_relaxed);
+    cache[i].store(find_native(symbol_name(own)), std::memory_order_relaxed);
     looked[i].store(1, std::memory_order_release);
   }
   return cache[i].load(std::memory_order_relaxed);
@@ -212,6 +219,7 @@ void* native_routine(Sym routine) noexcept {
 struct OnBackend {
   hal::Backend* backend;
   hal::Reason operator()(Node& cm) noexcept {
+    if (const hal::Reason r = blas::fits_backend(cm, *backend); r != hal::Reason::ok) return r;
     const hal::Reason why = backend->supports(cm);
     if (why != hal::Reason::ok) return why;
     if (SOL_LIKELY(!measure::slowing())) return backend->run(cm);  // no clock read: 5 % of an 8^3 SGEMM
@@ -264,10 +272,10 @@ hal::Reason run_on_checked(Executor& ex, hal::Backend& backend, Node& node) noex
   if (r != hal::Reason::ok || !snapped) return r;
   // Against the program's own library, or the reference backend when it has none.
   const Sym routine = blas::fortran_routine(node.op, node.dtype, node.blas.real_alpha);
-  void* fn = routine != blas::kNoRoutine ? native_routine(routine) : nullptr;
+  void* fn = routine != blas::kNoRoutine ? native_routine(node, routine) : nullptr;
   if (fn) {
     auto native = [&](Node& cm) noexcept {
-      blas::call_fortran(routine, fn, cm);
+      blas::call_fortran(routine, fn, cm, cm.ilp64);
       return hal::Reason::ok;
     };
     snapshot.check(node, backend.name(), "native", native);
@@ -560,11 +568,11 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     const bool row_major_own = node.api == Api::dnnl;
     void* own = !node.native || routine == blas::kNoRoutine ? nullptr
                 : row_major_own                             ? const_cast<void*>(node.native)
-                                                            : native_routine(routine);
+                                                            : native_routine(node, routine);
     auto run_native = [&](Node& cm) noexcept {
       const measure::Started t0 = measure::slowing() ? measure::started() : measure::Started{};
       if (row_major_own) blas::call_dnnl_sgemm(own, cm);
-      else blas::call_fortran(routine, own, cm);
+      else blas::call_fortran(routine, own, cm, cm.ilp64);
       measure::native_slowed_if_asked(t0, true);
       return hal::Reason::ok;
     };
@@ -859,7 +867,7 @@ hal::NativeKind native_kind(Sym sym, const void* native) noexcept {
   uint8_t v = k.load(std::memory_order_acquire);
   if (!v) {
     bool below_par = false;
-    hal::NativeKind kind = classify(native, below_par);
+    hal::NativeKind kind = classify(native, symbol_family(sym), below_par);
     // Under auto, an OpenBLAS below par that the openblas backend runs with this CPU's kernels:
     // the built-in order (measurement off, a call too small to measure, an accelerator still
     // starting) then takes the backend over native, and no symbol of it bypasses SOL.

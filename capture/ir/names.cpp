@@ -43,7 +43,7 @@ constexpr const char* kOpFamilies[] = {
 #undef SOL_OP
 };
 constexpr const char* kSymbolNames[] = {
-#define SOL_SYMBOL(id, api, op, dtype, fields) #id,
+#define SOL_SYMBOL(id, api, op, dtype, fields, family) #id,
 #include "symbols.inc"
 #undef SOL_SYMBOL
 };
@@ -58,6 +58,41 @@ const char* op_family(Op op) noexcept {
 }
 const char* symbol_name(Sym s) noexcept {
   return kSymbolNames[static_cast<size_t>(s)];
+}
+
+namespace {
+struct FamilySpelling {
+  const char* name;
+  const char *fortran_prefix, *fortran_suffix, *c_prefix, *c_suffix;
+  int bits;
+  const char* what;
+};
+constexpr FamilySpelling kFamilies[] = {
+    {"none", "", "", "", "", 0, "not a BLAS name"},
+#define SOL_FAMILY(id, fortran_prefix, fortran_suffix, c_prefix, c_suffix, bits, what) \
+  {#id, fortran_prefix, fortran_suffix, c_prefix, c_suffix, bits, what},
+#include "families.inc"
+#undef SOL_FAMILY
+};
+static_assert(sizeof kFamilies / sizeof kFamilies[0] == kNumFamilies);
+}  // namespace
+
+const char* family_name(Family f) noexcept {
+  return kFamilies[static_cast<size_t>(f)].name;
+}
+const char* family_what(Family f) noexcept {
+  return kFamilies[static_cast<size_t>(f)].what;
+}
+int family_bits(Family f) noexcept {
+  return kFamilies[static_cast<size_t>(f)].bits;
+}
+std::string family_fortran_name(Family f, const char* base) {
+  const FamilySpelling& s = kFamilies[static_cast<size_t>(f)];
+  return std::string(s.fortran_prefix) + base + s.fortran_suffix;
+}
+std::string family_c_name(Family f, const char* base) {
+  const FamilySpelling& s = kFamilies[static_cast<size_t>(f)];
+  return std::string(s.c_prefix) + base + s.c_suffix;
 }
 
 }  // namespace sol::capture

@@ -63,12 +63,12 @@ const char* op_family(Op op) noexcept;
 
 // The op and element type of every call of a symbol (interpose/spec): the same for all of them.
 inline constexpr Op kSymbolOp[] = {
-#define SOL_SYMBOL(id, api, op, dtype, fields) Op::op,
+#define SOL_SYMBOL(id, api, op, dtype, fields, family) Op::op,
 #include "symbols.inc"
 #undef SOL_SYMBOL
 };
 inline constexpr DType kSymbolDType[] = {
-#define SOL_SYMBOL(id, api, op, dtype, fields) DType::dtype,
+#define SOL_SYMBOL(id, api, op, dtype, fields, family) DType::dtype,
 #include "symbols.inc"
 #undef SOL_SYMBOL
 };
@@ -190,9 +190,11 @@ struct DnnlCall {
 struct Ret {
   alignas(16) unsigned char bytes[16];
 
+  // The bytes past a narrower value are zero: an INTEGER result set at 32 bits reads the same at 64.
   template <class T>
   void set(T v) noexcept {
     static_assert(sizeof(T) <= sizeof bytes && std::is_trivially_copyable_v<T>);
+    std::memset(bytes, 0, sizeof bytes);
     std::memcpy(bytes, &v, sizeof v);
   }
   template <class T>
@@ -226,6 +228,11 @@ struct Node {
   Api api;
   Op op;
   DType dtype;
+  // The call's INTEGERs are 64-bit: it came through an ILP64 name family, or through plain names
+  // that an ILP64 library defines (capture::Family). BlasArgs holds them at 64 bits either way;
+  // this says how wide they are where SOL hands them back to the program's own library (its
+  // routines called to measure or verify, a Fortran shim's INTEGER result, xerbla_'s INFO).
+  bool ilp64;
   Ret ret;
   void* result;        // where a Fortran shim (sdotsub_) or CBLAS _sub routine stores its result
   const void* native;  // the symbol's native definition; nullptr: none, SOL's backends must serve it
@@ -246,7 +253,8 @@ struct Node {
   };
 
   Node(Sym s, Op o, DType d) noexcept
-      : sym(s), api(symbol_api(s)), op(o), dtype(d), ret{}, result(nullptr), native(nullptr), ret_slot(0), dnn(nullptr), device(nullptr) {
+      : sym(s), api(symbol_api(s)), op(o), dtype(d), ilp64(false), ret{}, result(nullptr), native(nullptr),
+        ret_slot(0), dnn(nullptr), device(nullptr) {
     std::memset(static_cast<void*>(&blas), 0, sizeof blas);
   }
 };

@@ -31,7 +31,7 @@ enum : uint32_t {
 };
 
 constexpr uint32_t kFields[] = {
-#define SOL_SYMBOL(id, api, op, dtype, fields) (fields),
+#define SOL_SYMBOL(id, api, op, dtype, fields, family) (fields),
 #include "symbols.inc"
 #undef SOL_SYMBOL
 };

@@ -5,10 +5,14 @@
               --cublas interpose/spec/cublas.toml [--cudnn interpose/spec/cudnn.toml] --out DIR
 
 writes into DIR:
-    symbols.inc      X-macro list of every native symbol: SOL_SYMBOL(id, api, op, dtype)
-    blas_fortran.cpp Fortran BLAS wrappers (name_, name, NAME) and the reference CBLAS shims (namesub_)
-    fortran_call.cpp capture::blas::call_fortran() and fortran_routine(): a node through a Fortran routine
-    blas_cblas.cpp   CBLAS wrappers
+    symbols.inc      X-macro list of every native symbol: SOL_SYMBOL(id, api, op, dtype, fields, family)
+    families.inc     X-macro list of the BLAS name families: SOL_FAMILY(id, ..., bits, what)
+    blas_<family>_fortran.cpp  Fortran BLAS wrappers of one name family (plain: name_, with the
+                     aliases name and NAME and the reference CBLAS shims namesub_)
+    blas_<family>_cblas.cpp    CBLAS wrappers of one name family
+    blas_cblas_check.cpp       the spec's CBLAS prototypes against cblas.h
+    fortran_call.cpp capture::blas::call_fortran(), fortran_routine() and in_family(): a node
+                     through a Fortran routine
     dnnl.cpp         oneDNN C API wrappers
     cublas.cpp       cuBLAS / cuBLASLt wrappers (SOL's own declarations of their types:
                      interpose/cublas/abi.hpp; libsol needs no CUDA header)
@@ -104,12 +108,14 @@ class Routine:
                 raise SystemExit("blas spec: %s: argument %s is not a %s field of BlasArgs"
                                  % (name, a.name, a.field_class()))
 
-    def ret_ctype(self):
+    def ret_ctype(self, integer="int"):
+        """`integer`: the C type of an INTEGER result (isamax_): int, the calls' own type, or
+        int64_t in a wrapper, which passes the whole register on whatever the family's width."""
         r = self.ret
         if r is None:
             return "void"
         if r in ("int", "index"):
-            return "int"
+            return integer
         if r == "T":
             return ELEM[self.elem][0]
         if r == "R":
@@ -127,6 +133,34 @@ SYSCALL_HOOKS = ["read", "write", "pread", "pread64", "pwrite", "pwrite64", "rea
                  "pwritev", "preadv2", "pwritev2", "send", "sendto", "sendmsg", "recv", "recvfrom",
                  "recvmsg", "fread", "fwrite", "fread_unlocked", "fwrite_unlocked", "madvise", "mprotect"]
 
+class Family:
+    """One spelling of the BLAS names ([[family]] in blas.toml) and the width of its INTEGERs."""
+
+    def __init__(self, entry):
+        self.id = entry["id"]
+        self.fortran = entry["fortran"]
+        self.c = entry["c"]
+        self.int = entry["int"]
+        self.aliases = entry.get("aliases", False)
+        self.shims = entry.get("shims", False)
+        self.what = entry["what"]
+        if self.int not in (32, 64, "detect"):
+            raise SystemExit("blas spec: family %s: int is 32, 64 or \"detect\", not %r" % (self.id, self.int))
+        for pattern in (self.fortran, self.c):
+            if pattern.count("{}") != 1:
+                raise SystemExit("blas spec: family %s: %r must hold {} once" % (self.id, pattern))
+
+    def fortran_name(self, base):
+        return self.fortran.replace("{}", base)
+
+    def c_name(self, base):
+        return self.c.replace("{}", base)
+
+    def bits(self):
+        """32, 64, or 0 where the width is detected at run time."""
+        return 0 if self.int == "detect" else self.int
+
+
 def load_blas(path):
     with open(path, "rb") as f:
         spec = tomllib.load(f)
@@ -139,7 +173,10 @@ def load_blas(path):
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise SystemExit("blas spec: routines listed twice: %s" % ", ".join(sorted(dup)))
-    return routines
+    families = [Family(e) for e in spec["family"]]
+    if not families or families[0].id != "plain":
+        raise SystemExit("blas spec: the first family must be the plain names (id = \"plain\")")
+    return routines, families
 
 
 def value_fields(r):
@@ -197,10 +234,14 @@ def flops_check(r, sym, native, call, fortran, sized=False, memo=None):
 
 
 def wrapper_flops_expr(r, fortran):
-    """The routine's flops over a wrapper's own arguments: pointers in Fortran, values in CBLAS."""
+    """The routine's flops over a wrapper's own arguments: pointers in Fortran, values in CBLAS.
+    Integers are read at 32 bits whatever the family's width: exact for an LP64 call, and for an
+    ILP64 one only its low half, which can make a call look small but never large. That only ever
+    keeps a call with the program's own library (this check and the memo decide nothing else),
+    where it is right whatever its size."""
     if fortran:
         return flops_expr(r, lambda w: "*" + w, "(*side == 'L' || *side == 'l')")
-    return flops_expr(r, lambda w: w, "(static_cast<int>(side) == 141)")
+    return flops_expr(r, lambda w: "static_cast<int>(%s)" % w, "(side == 141)")
 
 
 def is_float_param(decl):
@@ -292,7 +333,7 @@ def fortran_fill(r, node="sol_node"):
     for a in r.args:
         fc = a.field_class()
         if fc == "int":
-            lines.append("sol_args.%s = *%s;" % (a.name, a.name))
+            lines.append("sol_args.%s = sol_call.integer(%s);" % (a.name, a.name))
         elif fc == "char":
             lines.append("sol_args.%s = *%s;" % (a.name, a.name))
         elif fc == "scalar":
@@ -302,15 +343,19 @@ def fortran_fill(r, node="sol_node"):
     return lines
 
 
-def cblas_params(r):
+def cblas_params(r, header=True):
+    """(C declaration, name) per parameter. `header`: as cblas.h declares them; otherwise as a
+    wrapper of any family takes them: enums as int, and every INTEGER as the whole 64-bit register
+    (or stack slot) it comes in, read at the family's width (an LP64 caller leaves the upper half
+    undefined) and forwarded untouched."""
     params = []
     if r.level >= 2:
-        params.append(("CBLAS_LAYOUT layout", "layout"))
+        params.append(("CBLAS_LAYOUT layout" if header else "int layout", "layout"))
     for a in r.args:
         if a.kind == "int":
-            params.append(("const CBLAS_INT %s" % a.name, a.name))
+            params.append(("const CBLAS_INT %s" % a.name if header else "int64_t %s" % a.name, a.name))
         elif a.is_char:
-            params.append(("%s %s" % (CHAR_ENUMS[a.kind], a.name), a.name))
+            params.append(("%s %s" % (CHAR_ENUMS[a.kind] if header else "int", a.name), a.name))
         elif a.array or a.written:
             const = "" if (a.written or a.name in r.cblas_nonconst) else "const "
             ctype = "void" if a.complex else a.ctype
@@ -329,11 +374,11 @@ def cblas_name(r):
     return "cblas_%s%s" % (r.name, "_sub" if r.ret_complex() else "")
 
 
-def cblas_ret(r):
+def cblas_ret(r, header=True):
     if r.ret is None or r.ret_complex():
         return "void"
     if r.ret == "index":
-        return "CBLAS_INDEX"
+        return "CBLAS_INDEX" if header else "size_t"
     return r.ret_ctype()
 
 
@@ -347,7 +392,7 @@ def cblas_fill(r, node="sol_node"):
     for a in r.args:
         fc = a.field_class()
         if fc == "int":
-            lines.append("sol_args.%s = %s;" % (a.name, a.name))
+            lines.append("sol_args.%s = sol_call.integer(%s);" % (a.name, a.name))
         elif fc == "char":
             lines.append("sol_args.%s = sol::capture::cblas_%s(%s);" % (a.name, a.kind, a.name))
             lines.append("sol_args.cblas.%s = static_cast<int32_t>(%s);" % (a.name, a.name))
@@ -362,18 +407,22 @@ def cblas_fill(r, node="sol_node"):
     return lines
 
 
-def emit_fortran_calls(routines, out_path, src):
+def emit_fortran_calls(routines, families, out_path, src):
     """capture::blas::call_fortran(): runs a column-major node through a Fortran BLAS routine
-    given by pointer (a backend's, or the program's native one), and fortran_routine(): which
-    routine computes a node's (op, dtype, real alpha)."""
-    lines = [GENERATED.format(src=src), "#include <algorithm>", "", '#include "capture/blas/call.hpp"',
-             '#include "capture/capture.hpp"', "",
-             "namespace sol::capture::blas {", "",
-             "void call_fortran(Sym routine, void* fn, Node& node) noexcept {",
+    given by pointer (a backend's, or the program's native one) at a given INTEGER width,
+    fortran_routine(): which routine computes a node's (op, dtype, real alpha), and in_family():
+    that routine's name in another family."""
+    plain = families[0]
+    lines = [GENERATED.format(src=src), "#include <algorithm>", "#include <cstdint>", "",
+             '#include "capture/blas/call.hpp"', '#include "capture/capture.hpp"', "",
+             "namespace sol::capture::blas {", "namespace {", "",
+             "// I: the routine's INTEGER, int (LP64) or int64_t (ILP64).",
+             "template <class I>",
+             "void call_fortran_as(Sym routine, void* fn, Node& node) noexcept {",
              "  const BlasArgs& b = node.blas;", "  switch (routine) {"]
     table = {}
     for r in routines:
-        sym = r.name + "_"
+        sym = plain.fortran_name(r.name)
         key = (r.op, r.dtype, real_alpha(r))
         if key in table:
             raise SystemExit("blas spec: %s and %s share (op, dtype, real alpha)" % (table[key], sym))
@@ -384,7 +433,7 @@ def emit_fortran_calls(routines, out_path, src):
         for a in r.args:
             fc = a.field_class()
             if fc == "int":
-                lines.append("      const int v_%s = static_cast<int>(b.%s);" % (a.name, a.name))
+                lines.append("      const I v_%s = static_cast<I>(b.%s);" % (a.name, a.name))
                 args.append("&v_%s" % a.name)
             elif fc == "char":
                 lines.append("      const char v_%s = b.%s;" % (a.name, a.name))
@@ -401,7 +450,8 @@ def emit_fortran_calls(routines, out_path, src):
                 const = "" if a.written else "const "
                 args.append("static_cast<%s%s*>(b.%s)" % (const, a.ctype, a.name))
         args += ["1"] * sum(1 for a in r.args if a.is_char)
-        lines.append("      using Fn = %s (*)(%s);" % (r.ret_ctype(), c_decl(params)))
+        decl = c_decl(params).replace("const int*", "const I*")
+        lines.append("      using Fn = %s (*)(%s);" % (r.ret_ctype("I"), decl))
         callexpr = "reinterpret_cast<Fn>(fn)(%s)" % ", ".join(args)
         if r.ret is None:
             lines.append("      %s;" % callexpr)
@@ -409,7 +459,19 @@ def emit_fortran_calls(routines, out_path, src):
             lines.append("      node.ret.set(%s);" % callexpr)
         lines.append("      return;")
         lines.append("    }")
-    lines += ["    default:", "      return;", "  }", "}", ""]
+    lines += ["    default:", "      return;", "  }", "}", "", "}  // namespace", "",
+              "void call_fortran(Sym routine, void* fn, Node& node, bool ilp64) noexcept {",
+              "  if (ilp64)", "    call_fortran_as<int64_t>(routine, fn, node);", "  else",
+              "    call_fortran_as<int>(routine, fn, node);", "}", ""]
+    # in_family(): a plain routine's name in each family, indexed by Family (none first).
+    lines += ["Sym in_family(Sym routine, Family family) noexcept {", "  switch (routine) {"]
+    for r in routines:
+        at = ", ".join(["kNoRoutine"] + ["Sym::%s" % f.fortran_name(r.name) for f in families])
+        lines.append("    case Sym::%s: {" % plain.fortran_name(r.name))
+        lines.append("      static constexpr Sym at[] = {%s};" % at)
+        lines.append("      return at[static_cast<size_t>(family)];")
+        lines.append("    }")
+    lines += ["    default: return kNoRoutine;", "  }", "}", ""]
     # blas::flops(): the same expressions as the wrappers' early check, over a node's fields.
     lines += ["double flops(const Node& node) noexcept {",
               "  const BlasArgs& b = node.blas;",
@@ -758,63 +820,93 @@ def file_footer(lines):
     return "\n".join(lines)
 
 
-def generate(blas_path, dnnl_path, cublas_path, out_dir, cudnn_path=None):
-    routines = load_blas(blas_path)
-    with open(dnnl_path, "rb") as f:
-        dnnl = [DnnlFn(e) for e in tomllib.load(f)["fn"]]
+def blas_outputs(family):
+    return ["blas_%s_fortran.cpp" % family.id, "blas_%s_cblas.cpp" % family.id]
 
-    symbols = []  # (id, api, op, dtype)
-    exports = []  # (name, api)
 
-    # Fortran BLAS and the reference CBLAS's Fortran shims
-    src = os.path.relpath(blas_path, os.path.dirname(os.path.dirname(os.path.dirname(blas_path))))
+def emit_blas_family(family, routines, symbols, exports, out_dir, src):
+    """The wrappers of one name family: Fortran (with the aliases and the reference CBLAS's shims
+    where the family has them) and CBLAS, each in a file of its own."""
     fort = file_header(src, ['"interpose/frontend.hpp"'])
     for r in routines:
-        sym = r.name + "_"
+        sym = family.fortran_name(r.name)
         params = fortran_params(r)
         small = size_predicate(r, sym, params, fortran=True)
         memo = memo_key(r, params, fortran=True) if small else None
-        emit_wrapper(fort, sym=sym, index=len(symbols), export=sym, aliases=[r.name, r.name.upper()], ret=r.ret_ctype(),
+        aliases = [r.name, r.name.upper()] if family.aliases else []
+        emit_wrapper(fort, sym=sym, index=len(symbols), export=sym, aliases=aliases, ret=r.ret_ctype("int64_t"),
                      params=params, op=r.op, dtype=r.dtype, fill=fortran_fill(r),
                      early=flops_check(r, sym, "NATIVE", "CALL", fortran=True, sized=small is not None, memo=memo),
                      small=small, memo=memo)
-        symbols.append((sym, "blas", r.op, r.dtype, value_fields(r)))
-        exports += [(sym, "blas"), (r.name, "blas"), (r.name.upper(), "blas")]
-        if r.ret is not None:
+        symbols.append((sym, "blas", r.op, r.dtype, value_fields(r), family.id))
+        exports += [(n, "blas", family.id) for n in [sym] + aliases]
+        if r.ret is not None and family.shims:
             # SUBROUTINE xSUB(args..., RESULT): the reference CBLAS reaches Fortran functions this way.
             sub = r.name + "sub_"
-            res_ctype = r.ret_ctype()
             sparams = [p for p in params if not p[0].startswith("size_t")]
-            sparams.append(("%s* result" % res_ctype, "result"))
+            sparams.append(("%s* result" % r.ret_ctype(), "result"))
             fill = fortran_fill(r) + ["sol_node.result = result;"]
             emit_wrapper(fort, sym=sub, index=len(symbols), export=sub, aliases=[], ret="void", params=sparams,
                          op=r.op, dtype=r.dtype, fill=fill, early=flops_check(r, sub, "NATIVE", "CALL", fortran=True))
-            symbols.append((sub, "blas", r.op, r.dtype, value_fields(r)))
-            exports.append((sub, "blas"))
-    with open(os.path.join(out_dir, "blas_fortran.cpp"), "w") as f:
+            symbols.append((sub, "blas", r.op, r.dtype, value_fields(r), family.id))
+            exports.append((sub, "blas", family.id))
+    fortran_file, cblas_file = blas_outputs(family)
+    with open(os.path.join(out_dir, fortran_file), "w") as f:
         f.write(file_footer(fort))
-    emit_fortran_calls(routines, os.path.join(out_dir, "fortran_call.cpp"), src)
 
-    # CBLAS
-    cb = file_header(src, ['"interpose/frontend.hpp"', "<cblas-netlib.h>"])
+    cb = file_header(src, ['"interpose/frontend.hpp"'])
+    for r in routines:
+        if not r.cblas:
+            continue
+        name = family.c_name(cblas_name(r))
+        params = cblas_params(r, header=False)
+        fill = cblas_fill(r) + (["sol_node.result = result;"] if r.ret_complex() else [])
+        small = size_predicate(r, name, params, fortran=False)
+        memo = memo_key(r, params, fortran=False) if small else None
+        emit_wrapper(cb, sym=name, index=len(symbols), export=name, aliases=[],
+                     ret="void" if r.ret_complex() else cblas_ret(r, header=False), params=params, op=r.op,
+                     dtype=r.dtype, fill=fill,
+                     early=flops_check(r, name, "NATIVE", "CALL", fortran=False, sized=small is not None, memo=memo),
+                     small=small, memo=memo)
+        symbols.append((name, "cblas", r.op, r.dtype, (["layout"] if r.level >= 2 else []) + value_fields(r),
+                        family.id))
+        exports.append((name, "cblas", family.id))
+    with open(os.path.join(out_dir, cblas_file), "w") as f:
+        f.write(file_footer(cb))
+
+
+def emit_cblas_check(routines, out_path, src):
+    """A translation unit that includes the system's cblas.h: each spec prototype must be the
+    header's exactly (the wrappers themselves take every INTEGER as a 64-bit register and every
+    enum as int, which the header's declarations would clash with)."""
+    lines = [GENERATED.format(src=src), "#include <cblas-netlib.h>", "", "#include <type_traits>", "",
+             "namespace {", ""]
     for r in routines:
         if not r.cblas:
             continue
         name = cblas_name(r)
-        params = cblas_params(r)
-        fill = cblas_fill(r) + (["sol_node.result = result;"] if r.ret_complex() else [])
-        ret = cblas_ret(r)
-        small = size_predicate(r, name, params, fortran=False)
-        memo = memo_key(r, params, fortran=False) if small else None
-        emit_wrapper(cb, sym=name, index=len(symbols), export=name, aliases=[],
-                     ret="void" if r.ret_complex() else ret, params=params, op=r.op, dtype=r.dtype, fill=fill,
-                     header_checked=True,
-                     early=flops_check(r, name, "NATIVE", "CALL", fortran=False, sized=small is not None, memo=memo),
-                     small=small, memo=memo)
-        symbols.append((name, "cblas", r.op, r.dtype, (["layout"] if r.level >= 2 else []) + value_fields(r)))
-        exports.append((name, "cblas"))
-    with open(os.path.join(out_dir, "blas_cblas.cpp"), "w") as f:
-        f.write(file_footer(cb))
+        ret = "void" if r.ret_complex() else cblas_ret(r)
+        lines.append("static_assert(std::is_same_v<decltype(&::%s), %s (*)(%s)>, \"spec and header disagree on %s\");"
+                     % (name, ret, c_decl(cblas_params(r)), name))
+    lines += ["", "}  // namespace", ""]
+    with open(out_path, "w") as f:
+        f.write("\n".join(lines))
+
+
+def generate(blas_path, dnnl_path, cublas_path, out_dir, cudnn_path=None):
+    routines, families = load_blas(blas_path)
+    with open(dnnl_path, "rb") as f:
+        dnnl = [DnnlFn(e) for e in tomllib.load(f)["fn"]]
+
+    symbols = []  # (id, api, op, dtype, fields, family)
+    exports = []  # (name, api, family)
+
+    # The plain names first, as they always were; the other families after every other API, so
+    # that adding one leaves the symbols before it where they were.
+    src = os.path.relpath(blas_path, os.path.dirname(os.path.dirname(os.path.dirname(blas_path))))
+    emit_blas_family(families[0], routines, symbols, exports, out_dir, src)
+    emit_fortran_calls(routines, families, os.path.join(out_dir, "fortran_call.cpp"), src)
+    emit_cblas_check(routines, os.path.join(out_dir, "blas_cblas_check.cpp"), src)
 
     # oneDNN
     dsrc = os.path.relpath(dnnl_path, os.path.dirname(os.path.dirname(os.path.dirname(dnnl_path))))
@@ -824,8 +916,8 @@ def generate(blas_path, dnnl_path, cublas_path, out_dir, cudnn_path=None):
         emit_wrapper(dn, sym=fn.name, index=len(symbols), export=fn.name, aliases=[], ret=fn.ret, params=params,
                      op=fn.op, dtype=fn.dtype, fill=dnnl_fill(fn), header_checked=True,
                      runner="run" if fn.op == "gemm" else "run_dnnl")
-        symbols.append((fn.name, "dnnl", fn.op, fn.dtype, dnnl_value_fields(fn)))
-        exports.append((fn.name, "dnnl"))
+        symbols.append((fn.name, "dnnl", fn.op, fn.dtype, dnnl_value_fields(fn), "none"))
+        exports.append((fn.name, "dnnl", "none"))
     with open(os.path.join(out_dir, "dnnl.cpp"), "w") as f:
         f.write(file_footer(dn))
 
@@ -839,8 +931,8 @@ def generate(blas_path, dnnl_path, cublas_path, out_dir, cudnn_path=None):
     for fn in cublas:
         emit_wrapper(cb, sym=fn.name, index=len(symbols), export=fn.name, aliases=[], ret=fn.ret, params=fn.params,
                      op=fn.op, dtype=fn.dtype, fill=cublas_fill(fn), runner="run_cublas")
-        symbols.append((fn.name, fn.api, fn.op, fn.dtype, cublas_value_fields(fn)))
-        exports.append((fn.name, fn.api))
+        symbols.append((fn.name, fn.api, fn.op, fn.dtype, cublas_value_fields(fn), "none"))
+        exports.append((fn.name, fn.api, "none"))
     with open(os.path.join(out_dir, "cublas.cpp"), "w") as f:
         f.write(file_footer(cb))
     emit_cublas_check(cublas, os.path.join(out_dir, "cublas_check.cpp"), csrc)
@@ -857,27 +949,31 @@ def generate(blas_path, dnnl_path, cublas_path, out_dir, cudnn_path=None):
             params = [("%s %s" % (ty, name), name) for ty, name in fn.params]
             emit_wrapper(cu, sym=fn.name, index=len(symbols), export=fn.name, aliases=[], ret=fn.ret, params=params,
                          op=fn.op, dtype=fn.dtype, fill=cudnn_fill(fn), header_checked=True, runner="run_cudnn")
-            symbols.append((fn.name, "cudnn", fn.op, fn.dtype, []))
-            exports.append((fn.name, "cudnn"))
+            symbols.append((fn.name, "cudnn", fn.op, fn.dtype, [], "none"))
+            exports.append((fn.name, "cudnn", "none"))
         with open(os.path.join(out_dir, "cudnn.cpp"), "w") as f:
             f.write(file_footer(cu))
         emit_cudnn_slots(cudnn, os.path.join(out_dir, "cudnn_slots.hpp"), csrc)
+
+    for family in families[1:]:
+        emit_blas_family(family, routines, symbols, exports, out_dir, src)
 
     # Not intercepted primitives but process hooks: a traced process that ends with _exit still
     # writes its summaries (interpose/exit_hooks.cpp); SOL's SIGSEGV handler for guarded pages stays
     # first when the program installs its own (interpose/signal_hooks.cpp); a traced thread that
     # runs no Python names the Python code that started it (interpose/thread_hooks.cpp); memory
     # given back is observed, and large blocks are SOL's own pages while the lazy executor serves
-    # them (interpose/alloc_hooks.cpp).
-    exports += [("_exit", "hook"), ("_Exit", "hook"), ("sigaction", "hook"), ("signal", "hook"),
-                ("pthread_create", "hook"), ("free", "hook"), ("realloc", "hook"), ("munmap", "hook")]
-    exports += [(name, "hook") for name in ("malloc", "calloc", "posix_memalign", "aligned_alloc", "memalign",
-                                            "valloc", "pvalloc", "malloc_usable_size")]
+    # them (interpose/alloc_hooks.cpp); libraries that appear are looked at for BLAS or oneDNN work
+    # SOL cannot see (interpose/sight.cpp).
+    hooks = ["_exit", "_Exit", "sigaction", "signal", "pthread_create", "free", "realloc", "munmap", "malloc",
+             "calloc", "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size",
+             "dlopen"]
+    exports += [(name, "hook", "none") for name in hooks]
     # System calls that may be given memory the lazy executor guards (interpose/syscall_hooks.cpp).
-    exports += [(name, "hook") for name in SYSCALL_HOOKS]
+    exports += [(name, "hook", "none") for name in SYSCALL_HOOKS]
     # Asked by SOL's own tune driver whether the class of its last call is still on trial
     # (capture/exec/executor.cpp).
-    exports += [("sol_tune_pending", "tool"), ("sol_tune_begin", "tool")]
+    exports += [("sol_tune_pending", "tool", "none"), ("sol_tune_begin", "tool", "none")]
 
     names = [e[0] for e in exports]
     dup = {n for n in names if names.count(n) > 1}
@@ -886,19 +982,41 @@ def generate(blas_path, dnnl_path, cublas_path, out_dir, cudnn_path=None):
 
     with open(os.path.join(out_dir, "symbols.inc"), "w") as f:
         f.write(GENERATED.format(src="interpose/spec/*.toml"))
-        f.write("// SOL_SYMBOL(id, api, op, dtype, fields): one native symbol that a wrapper forwards to.\n")
+        f.write("// SOL_SYMBOL(id, api, op, dtype, fields, family): one native symbol that a wrapper forwards to.\n")
         f.write("// fields: the BlasArgs value fields the routine has, as SOL_F_<name> bits (0: none).\n")
-        for sym, api, op, dtype, fields in symbols:
+        f.write("// family: the BLAS name family (families.inc), none for other APIs.\n")
+        for sym, api, op, dtype, fields, family in symbols:
             mask = "|".join("SOL_F_" + x for x in fields) or "0"
-            f.write("SOL_SYMBOL(%s, %s, %s, %s, %s)\n" % (sym, api, op, dtype, mask))
+            f.write("SOL_SYMBOL(%s, %s, %s, %s, %s, %s)\n" % (sym, api, op, dtype, mask, family))
+    with open(os.path.join(out_dir, "families.inc"), "w") as f:
+        f.write(GENERATED.format(src=src))
+        f.write("// SOL_FAMILY(id, fortran_prefix, fortran_suffix, c_prefix, c_suffix, bits, what): how a BLAS\n"
+                "// name family spells a Fortran name (prefix + dgemm + suffix) and a C one (prefix + cblas_dgemm\n"
+                "// + suffix), and the width of its INTEGERs (0: detected per process).\n")
+        for fam in families:
+            fp, fs = fam.fortran.split("{}")
+            cp, cs = fam.c.split("{}")
+            f.write('SOL_FAMILY(%s, "%s", "%s", "%s", "%s", %d, "%s")\n' % (fam.id, fp, fs, cp, cs, fam.bits(), fam.what))
     with open(os.path.join(out_dir, "exports.map"), "w") as f:
         f.write("/* GENERATED by interpose/gen/solgen.py. Do not edit. */\n{\n  global:\n")
-        for name, _ in exports:
+        for name, _, _ in exports:
             f.write("    %s;\n" % name)
         f.write("  local:\n    *;\n};\n")
     with open(os.path.join(out_dir, "exports.txt"), "w") as f:
-        for name, api in exports:
-            f.write("%s %s\n" % (name, api))
+        for name, api, family in exports:
+            f.write("%s %s %s\n" % (name, api, family))
+
+
+def outputs(blas_path, cudnn_path):
+    """Every file generate() writes, for CMake (--list-outputs)."""
+    _, families = load_blas(blas_path)
+    files = ["symbols.inc", "families.inc", "exports.map", "exports.txt", "fortran_call.cpp", "blas_cblas_check.cpp",
+             "dnnl.cpp", "cublas.cpp", "cublas_check.cpp"]
+    for fam in families:
+        files += blas_outputs(fam)
+    if cudnn_path:
+        files += ["cudnn.cpp", "cudnn_slots.hpp"]
+    return files
 
 
 def main():
@@ -908,7 +1026,11 @@ def main():
     ap.add_argument("--cublas", required=True)
     ap.add_argument("--cudnn")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--list-outputs", action="store_true", help="print the files it would write, as a CMake list")
     args = ap.parse_args()
+    if args.list_outputs:
+        print(";".join(os.path.join(args.out, f) for f in outputs(args.blas, args.cudnn)))
+        return 0
     os.makedirs(args.out, exist_ok=True)
     generate(args.blas, args.dnnl, args.cublas, args.out, args.cudnn)
 

@@ -10,6 +10,8 @@ import pytest
 from conftest import LIBSOL, SOURCE
 
 REFERENCE_BLAS = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3"
+ILP64_REFERENCE = "/usr/lib/x86_64-linux-gnu/blas64/libblas64.so.3"
+ILP64_OPENBLAS = "/usr/lib/x86_64-linux-gnu/openblas64-pthread/libopenblas64.so.0"
 CBLAS_H = "/usr/include/x86_64-linux-gnu/cblas-netlib.h"
 DNNL_H = "/usr/include/oneapi/dnnl/dnnl.h"
 TORCH = "/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13"
@@ -35,19 +37,29 @@ def exported():
     return dynamic_symbols(LIBSOL)
 
 
-def spec_names():
+def blas_spec_names():
+    """The BLAS and CBLAS names of every family, by family id."""
     with open(SOURCE / "interpose" / "spec" / "blas.toml", "rb") as f:
         blas = tomllib.load(f)
-    names = set()
-    for entry in blas["routine"]:
-        for n in entry["names"]:
-            name = n.split(":")[0]
-            names |= {name + "_", name, name.upper()}
-            if "ret" in entry:
-                names.add(name + "sub_")
-            if entry.get("cblas", True):
-                complex_ret = entry.get("ret") == "T" and n.split(":")[-1][0] in "cz"
-                names.add("cblas_" + name + ("_sub" if complex_ret else ""))
+    by_family = {}
+    for family in blas["family"]:
+        names = by_family.setdefault(family["id"], set())
+        for entry in blas["routine"]:
+            for n in entry["names"]:
+                name = n.split(":")[0]
+                names.add(family["fortran"].replace("{}", name))
+                if family.get("aliases"):
+                    names |= {name, name.upper()}
+                if "ret" in entry and family.get("shims"):
+                    names.add(name + "sub_")
+                if entry.get("cblas", True):
+                    complex_ret = entry.get("ret") == "T" and n.split(":")[-1][0] in "cz"
+                    names.add(family["c"].replace("{}", "cblas_" + name + ("_sub" if complex_ret else "")))
+    return by_family
+
+
+def spec_names():
+    names = set().union(*blas_spec_names().values())
     with open(SOURCE / "interpose" / "spec" / "dnnl.toml", "rb") as f:
         for fn in tomllib.load(f)["fn"]:
             names.add(re.search(r"(dnnl_\w+)\s*\(", fn["sig"]).group(1))
@@ -75,6 +87,8 @@ def cudnn_spec_names():
 HOOKS = {"_exit", "_Exit", "sigaction", "signal", "pthread_create", "free", "realloc", "munmap",
          "malloc", "calloc", "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
          "malloc_usable_size"}
+# Where libraries appear: SOL looks for ones whose BLAS work it cannot see (interpose/sight.cpp).
+HOOKS |= {"dlopen"}
 # The system calls given memory the lazy executor may guard (interpose/syscall_hooks.cpp).
 HOOKS |= {"read", "write", "pread", "pread64", "pwrite", "pwrite64", "readv", "writev", "preadv", "pwritev",
           "preadv2", "pwritev2", "send", "sendto", "sendmsg", "recv", "recvfrom", "recvmsg", "fread",
@@ -98,9 +112,36 @@ def test_every_reference_blas_symbol_is_intercepted(exported):
 
 
 def test_fortran_aliases(exported):
-    for sym in (s for s in exported if s.endswith("_") and not s.endswith("sub_")):
+    plain = blas_spec_names()["plain"]
+    for sym in (s for s in exported & plain if s.endswith("_") and not s.endswith("sub_")):
         base = sym[:-1]
         assert base in exported and base.upper() in exported, sym
+
+
+def test_every_family_names_every_routine(exported):
+    """Each name family exports the same routines, Fortran and CBLAS, spelt its own way."""
+    families = blas_spec_names()
+    assert {"plain", "openblas64", "mkl64", "scipy", "scipy64"} <= families.keys()
+    assert {"dgemm_64_", "cblas_dgemm64_", "dgemm_64", "cblas_dgemm_64", "scipy_dgemm_", "scipy_cblas_dgemm",
+            "scipy_dgemm_64_", "scipy_cblas_dgemm64_", "scipy_cblas_cdotc_sub64_"} <= exported
+    plain_fortran = {n for n in families["plain"] if n.endswith("_") and not n.endswith("sub_")}
+    for family, names in families.items():
+        assert names <= exported, family
+        if family != "plain":
+            fortran = {n for n in names if "cblas" not in n}
+            assert len(fortran) == len(plain_fortran), family
+
+
+def test_debian_ilp64_libraries_define_the_plain_names(exported):
+    """Debian's ILP64 BLAS libraries (libblas64, openblas64) define the plain names: the ones
+    libsol reads at 64 bits there."""
+    plain = {n for n in blas_spec_names()["plain"] if n.endswith("_") or n.startswith("cblas_")}
+    for path in (ILP64_REFERENCE, ILP64_OPENBLAS):
+        if not os.path.exists(path):
+            pytest.skip(path + " is not installed (scripts/setup.sh installs it)")
+        defined = dynamic_symbols(path)
+        assert {"dgemm_", "cblas_dgemm", "daxpy_", "cblas_idamax"} <= defined
+        assert defined & plain <= exported
 
 
 def test_every_cblas_prototype_is_intercepted(exported):

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "capture/blas/call.hpp"
+#include "capture/blas/libraries.hpp"
 #include "capture/ir/dnn.hpp"
 #include "config/config.hpp"
 #include "hal/registry.hpp"
@@ -186,9 +187,48 @@ std::string system_library(const char* soname, const char* marker) {
   return what;
 }
 
+// The BLAS and oneDNN names this process's libraries define, per name family: the system's BLAS
+// libraries (each loaded here as a program linked to it would load it) and those named with --load.
+// false when one of those cannot be loaded.
+bool print_name_families(const std::vector<std::string>& load) {
+  bool ok = true;
+  for (const char* soname : {"libblas.so.3", "libcblas.so.3", "libblas64.so.3", "libopenblas.so.0",
+                             "libopenblas64.so.0", "libdnnl.so.2"})
+    dlopen(soname, RTLD_LAZY | RTLD_LOCAL);  // absent ones are simply not listed
+  for (const std::string& lib : load) {
+    if (dlopen(lib.c_str(), RTLD_LAZY | RTLD_LOCAL)) continue;
+    const char* e = dlerror();
+    std::fprintf(stderr, "sol: --load %s: %s\n", lib.c_str(), e ? e : "cannot be loaded");
+    ok = false;
+  }
+  std::printf("\nBLAS names by family in this process's libraries (--load LIB adds one):\n");
+  using namespace capture::blas;
+  for (const Library& lib : survey(kNames | kWidths | kOwn)) {
+    std::string families;
+    for (size_t f = 1; f < capture::kNumFamilies; ++f) {
+      const auto family = static_cast<capture::Family>(f);
+      if (!lib.names[f]) continue;
+      const int bits = family == capture::Family::plain ? lib.plain_bits : capture::family_bits(family);
+      families += (families.empty() ? "" : ", ") + std::string(capture::family_name(family)) + " " +
+                  std::to_string(lib.names[f]) + (bits ? " (" + std::to_string(bits) + "-bit)" : "");
+    }
+    if (lib.dnnl_names)
+      families += (families.empty() ? "" : ", ") + ("oneDNN " + std::to_string(lib.dnnl_names));
+    if (families.empty()) families = "no intercepted name";
+    std::printf("  %s: %s; %s code%s\n", lib.path.c_str(), families.c_str(), lib.code,
+                lib.own ? " (loaded by a SOL backend)" : "");
+  }
+  std::printf("  the families:\n");
+  for (size_t f = 1; f < capture::kNumFamilies; ++f) {
+    const auto family = static_cast<capture::Family>(f);
+    std::printf("    %-10s %s\n", capture::family_name(family), capture::family_what(family));
+  }
+  return ok;
+}
+
 }  // namespace
 
-int cmd_backends(const BackendsOptions&) {
+int cmd_backends(const BackendsOptions& options) {
   const config::Config cfg = config::load();
   for (const auto& p : cfg.problems) std::fprintf(stderr, "sol: %s\n", p.c_str());
   hal::Registry registry(cfg);
@@ -225,8 +265,9 @@ int cmd_backends(const BackendsOptions&) {
   std::printf("%-10s         libdnnl.so.2 is %s\n", "",
               system_library("libdnnl.so.2", "dnnl_version").c_str());
   std::fputs(lines.c_str(), stdout);
+  const bool loaded = print_name_families(options.load);
   std::printf("\nconfigured: backend = %s\n", config::format_value(cfg, config::Key::backend).c_str());
-  return 0;
+  return loaded ? 0 : 1;
 }
 
 }  // namespace sol::tools

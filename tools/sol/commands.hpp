@@ -50,8 +50,10 @@ struct DiffOptions : TableOptions {
   bool across_apis = false;  // match ops by op, dtype and shape alone, sites by frames alone
 };
 
-// sol backends: no options yet; the struct keeps every command's signature alike.
-struct BackendsOptions {};
+// sol backends
+struct BackendsOptions {
+  std::vector<std::string> load;  // more libraries to list the BLAS names of (a wheel's, say)
+};
 
 // sol tune [--show] [options]
 struct TuneOptions {

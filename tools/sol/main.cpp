@@ -296,8 +296,14 @@ int main(int argc, char** argv) {
   add_table_options(diff_cmd, diff);
 
   BackendsOptions backends;
-  command("backends", "each backend: available or why not, what runs the work, which routines it takes",
-          [&] { return cmd_backends(backends); });
+  CLI::App* backends_cmd =
+      command("backends", "each backend: available or why not, what runs the work, which routines it takes",
+              [&] { return cmd_backends(backends); });
+  backends_cmd
+      ->add_option("--load", backends.load,
+                   "also load LIB (a library in a wheel, say) and list the BLAS names it defines; repeatable")
+      ->check(kNotEmpty)
+      ->type_name("LIB");
 
   TuneOptions tune;
   CLI::App* tune_cmd = command("tune", "measure ahead of time what auto measures at a program's first calls; show the profile",

@@ -76,6 +76,8 @@ const std::vector<Routine>& blas_routines() {
       std::string_view family = capture::op_family(op);
       if (family.substr(0, 4) != "blas") continue;
       if (api == Api::cublas || api == Api::cublaslt) continue;  // device memory: no host reference
+      // The other name families share the plain names' checks and semantics.
+      if (api != Api::dnnl && capture::symbol_family(sym) != capture::Family::plain) continue;
       // Of oneDNN only dnnl_sgemm is BLAS; dnnl_gemm_[us]8s8s32 take offsets a node lacks.
       if (api == Api::dnnl && dtype != DType::f32) continue;
       out.push_back({sym, api, op, dtype, capture::symbol_name(sym), family[4] - '0'});
