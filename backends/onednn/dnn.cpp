@@ -462,7 +462,10 @@ std::shared_ptr<DnnPrimitives::Entry> DnnPrimitives::create(const dnn::Desc& d) 
 }
 
 std::shared_ptr<DnnPrimitives::Entry> DnnPrimitives::entry(const dnn::Desc& desc) noexcept {
-  const uint64_t key = dnn::content_key(desc);
+  // A primitive divides its work by the caller's OpenMP team as it is when it is made, and a
+  // reduction split that way gives other bits than one split for another team: one per team size.
+  const int team = api_.omp_get_max_threads ? api_.omp_get_max_threads() : 0;
+  const uint64_t key = dnn::content_key(desc) ^ (static_cast<uint64_t>(team) * 0x9e3779b97f4a7c15ull);
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   std::shared_ptr<Entry> e = create(desc);
