@@ -285,8 +285,11 @@ hal::Reason run_on_checked(Executor& ex, hal::Backend& backend, Node& node) noex
   std::_Exit(70);  // EX_SOFTWARE
 }
 
+std::atomic<DeclineListener> g_decline_listener{nullptr};
+
 // A failure or decline of candidate `c` for `node`: the line a user reads, and SOL_STRICT's end.
 void declined(Executor& ex, const hal::Candidate& c, const Node& node, hal::Reason r) noexcept {
+  if (DeclineListener listen = g_decline_listener.load(std::memory_order_relaxed)) listen(c.backend->name(), node, r);
   const char* what = node.dnn ? op_name(node.op) : symbol_name(node.sym);
   const bool failure =
       r == hal::Reason::device_error || r == hal::Reason::out_of_memory || r == hal::Reason::internal_error;
@@ -848,6 +851,10 @@ bool start_executor(const config::Config& cfg) noexcept {
   if (ex->measured && std::find(cfg.backend.begin(), cfg.backend.end(), "auto") != cfg.backend.end())
     warm_up::start(ex->registry, ex->profile);
   return true;
+}
+
+void set_decline_listener(DeclineListener listener) noexcept {
+  g_decline_listener.store(listener, std::memory_order_relaxed);
 }
 
 bool executor_active() noexcept {

@@ -22,6 +22,11 @@ bool executor_active() noexcept;
 // rejected, which was reported through the program's xerbla_ / cblas_xerbla).
 const char* execute(Node& node, NativeFn native) noexcept;
 
+// Told of each backend that declined or failed a node, the executor going on along its plan
+// (`sol replay` counts them per op). One listener per process; nullptr: none.
+using DeclineListener = void (*)(const char* backend, const Node& node, hal::Reason why) noexcept;
+void set_decline_listener(DeclineListener listener) noexcept;
+
 // Whether every call of `sym` goes to native under the current configuration (see
 // capture::always_native).
 bool executor_always_native(Sym sym, const void* native) noexcept;
