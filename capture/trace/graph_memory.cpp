@@ -13,18 +13,12 @@ GraphMemory::Map::iterator GraphMemory::holder(uintptr_t lo) noexcept {
   return it->second.hi > lo ? it : map_.end();
 }
 
-GraphMemory::Map::const_iterator GraphMemory::holder(uintptr_t lo) const noexcept {
-  auto it = map_.upper_bound(lo);
-  if (it == map_.begin()) return map_.end();
-  --it;
-  return it->second.hi > lo ? it : map_.end();
-}
-
 GraphMemory::Ref GraphMemory::locate(uintptr_t lo, uintptr_t hi, Born& born) {
   born.buf = 0;
   born.parts.clear();
   auto it = holder(lo);
-  if (it != map_.end() && it->second.hi >= hi) return Ref{it->second.id, lo - it->first, it->second.version};
+  if (it != map_.end() && it->second.hi >= hi)
+    return Ref{it->second.id, lo - it->first, it->second.version, &it->second};
   // A new buffer: [lo, hi) and every buffer it overlaps, whole.
   uintptr_t b = lo, e = hi;
   auto first = it != map_.end() ? it : map_.lower_bound(lo);
@@ -34,6 +28,7 @@ GraphMemory::Ref GraphMemory::locate(uintptr_t lo, uintptr_t hi, Born& born) {
     e = std::max(e, last->second.hi);
     ++last;
   }
+  ++generation_;
   if (map_.size() >= kMaxBuffers) {
     map_.clear();
     pages_.clear();
@@ -47,44 +42,27 @@ GraphMemory::Ref GraphMemory::locate(uintptr_t lo, uintptr_t hi, Born& born) {
   map_.erase(first, last);
   born.buf = joined.id;
   born.bytes = e - b;
-  const uint32_t id = joined.id;
-  map_.emplace(b, std::move(joined));
+  Buffer& made = map_.emplace(b, std::move(joined)).first->second;
   // Known to the free path before the program can give this memory back.
   pages_.add(b, e);
   alloc::watch(reinterpret_cast<const void*>(b), reinterpret_cast<const void*>(e));
-  return Ref{id, lo - b, 0};
+  return Ref{made.id, lo - b, 0, &made};
 }
 
-uint32_t GraphMemory::bump(uintptr_t lo) noexcept {
-  auto it = holder(lo);
-  return it == map_.end() ? 0 : it->second.version++;
-}
-
-uint32_t GraphMemory::version(uintptr_t lo) const noexcept {
-  auto it = holder(lo);
-  return it == map_.end() ? 0 : it->second.version;
-}
-
-bool GraphMemory::known(uintptr_t lo, uint64_t key, uint64_t content) const noexcept {
-  auto it = holder(lo);
-  if (it == map_.end()) return false;
-  for (const Known& k : it->second.known)
+bool GraphMemory::known(const Buffer* b, uint64_t key, uint64_t content) noexcept {
+  for (const Buffer::Known& k : b->known)
     if (k.key == key) return k.content == content;
   return false;
 }
 
-void GraphMemory::learn(uintptr_t lo, uintptr_t hi, uint64_t key, uint64_t content) {
-  auto it = holder(lo);
-  if (it == map_.end()) return;
-  auto& known = it->second.known;
-  std::erase_if(known, [&](const Known& k) { return k.key == key || (k.lo < hi && k.hi > lo); });
-  known.push_back(Known{lo, hi, key, content});
+void GraphMemory::learn(Buffer* b, uintptr_t lo, uintptr_t hi, uint64_t key, uint64_t content) {
+  std::erase_if(b->known, [&](const Buffer::Known& k) { return k.key == key || (k.lo < hi && k.hi > lo); });
+  b->known.push_back(Buffer::Known{lo, hi, key, content});
 }
 
-void GraphMemory::unknown(uintptr_t lo, uintptr_t hi) noexcept {
-  auto it = holder(lo);
-  if (it == map_.end()) return;
-  std::erase_if(it->second.known, [&](const Known& k) { return k.lo < hi && k.hi > lo; });
+void GraphMemory::unknown(Buffer* b, uintptr_t lo, uintptr_t hi) noexcept {
+  if (!b->known.empty())
+    std::erase_if(b->known, [&](const Buffer::Known& k) { return k.lo < hi && k.hi > lo; });
 }
 
 void GraphMemory::forget(const void* p, size_t bytes) noexcept {
@@ -92,6 +70,7 @@ void GraphMemory::forget(const void* p, size_t bytes) noexcept {
   if (!pages_.any(lo, hi)) return;
   auto it = map_.upper_bound(lo);
   if (it != map_.begin() && std::prev(it)->second.hi > lo) --it;
+  if (it != map_.end() && it->first < hi) ++generation_;
   while (it != map_.end() && it->first < hi) it = map_.erase(it);
   pages_.remove_inside(lo, hi);
   constexpr uintptr_t kPage = uintptr_t{1} << PageSet::kPageBits;
@@ -107,6 +86,7 @@ void GraphMemory::clear() noexcept {
   map_.clear();
   pages_.clear();
   next_id_ = 1;
+  ++generation_;
 }
 
 }  // namespace sol::capture::trace

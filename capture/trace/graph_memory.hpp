@@ -24,11 +24,22 @@ namespace sol::capture::trace {
 
 class GraphMemory {
  public:
-  // Where an operand lies: buffer, byte offset, and the buffer's version when it was located.
+  struct Buffer {
+    uintptr_t hi;
+    uint32_t id, version;
+    struct Known {
+      uintptr_t lo, hi;
+      uint64_t key, content;
+    };
+    std::vector<Known> known;
+  };
+  // Where an operand lies: buffer, byte offset, and the buffer's version when it was located; `at`
+  // is the buffer itself, valid while generation() stays as it was.
   struct Ref {
-    uint32_t buf = 0;
-    uint64_t off = 0;
-    uint32_t ver = 0;
+    uint32_t buf;
+    uint64_t off;
+    uint32_t ver;
+    Buffer* at;
   };
   // A buffer that locate() made: its id, size, and the earlier buffers it joins.
   struct Part {
@@ -44,18 +55,19 @@ class GraphMemory {
 
   // The buffer holding [lo, hi) (hi > lo), made when none does (`born`). Throws std::bad_alloc.
   Ref locate(uintptr_t lo, uintptr_t hi, Born& born);
-  // The buffer that holds lo has a new version (a write, an input). Its version before.
-  uint32_t bump(uintptr_t lo) noexcept;
-  // The buffer's current version (0 when none holds lo).
-  uint32_t version(uintptr_t lo) const noexcept;
+  // Changes whenever a buffer is made, joined or ends: Refs taken before may point nowhere.
+  uint64_t generation() const noexcept { return generation_; }
 
-  // Whether the elements `key` of the buffer holding `lo` are known to hold `content`.
-  bool known(uintptr_t lo, uint64_t key, uint64_t content) const noexcept;
+  // The buffer has a new version (a write, an input). Its version before.
+  static uint32_t bump(Buffer* b) noexcept { return b->version++; }
+
+  // Whether the elements `key` of the buffer are known to hold `content`.
+  static bool known(const Buffer* b, uint64_t key, uint64_t content) noexcept;
   // [lo, hi) (elements `key`) now holds `content`, as a write or an input left it; what else was
   // known about those bytes no longer holds.
-  void learn(uintptr_t lo, uintptr_t hi, uint64_t key, uint64_t content);
+  static void learn(Buffer* b, uintptr_t lo, uintptr_t hi, uint64_t key, uint64_t content);
   // [lo, hi) changed in a way the graph does not know (a write whose result was not hashed).
-  void unknown(uintptr_t lo, uintptr_t hi) noexcept;
+  static void unknown(Buffer* b, uintptr_t lo, uintptr_t hi) noexcept;
 
   // [p, p + bytes) was given back: the buffers there end. A few loads when none is there.
   void forget(const void* p, size_t bytes) noexcept;
@@ -65,27 +77,18 @@ class GraphMemory {
   size_t buffers() const noexcept { return map_.size(); }
 
  private:
-  struct Known {
-    uintptr_t lo, hi;
-    uint64_t key, content;
-  };
-  struct Buffer {
-    uintptr_t hi;
-    uint32_t id, version;
-    std::vector<Known> known;
-  };
   using Map =
       std::map<uintptr_t, Buffer, std::less<uintptr_t>, PoolAllocator<std::pair<const uintptr_t, Buffer>>>;
   // Past this many live buffers the map starts over (later operands make new ones).
   static constexpr size_t kMaxBuffers = size_t{1} << 20;
 
   Map::iterator holder(uintptr_t lo) noexcept;
-  Map::const_iterator holder(uintptr_t lo) const noexcept;
 
   NodePool pool_{96};
   Map map_{PoolAllocator<std::pair<const uintptr_t, Buffer>>(&pool_)};
   PageSet pages_;
   uint32_t next_id_ = 1;
+  uint64_t generation_ = 1;
 };
 
 }  // namespace sol::capture::trace

@@ -100,21 +100,46 @@ void result(const Node& node, Text& t) noexcept {
 
 }  // namespace
 
+// What a thread remembers of its last calls (see desc(), locate()), for the graph of `owner`.
+struct ThreadCache {
+  uint64_t owner = 0;
+  Sym sym{};
+  uint32_t desc = 0;
+  unsigned char args[offsetof(BlasArgs, a)];
+  static constexpr int kPlaces = 4;
+  struct Place {
+    uintptr_t lo = 0, hi = 0;
+    uint64_t gen = 0;
+    GraphMemory::Ref ref{};
+  } places[kPlaces];
+  unsigned next = 0;
+};
+constinit SOL_TLS ThreadCache t_cache{};
+constinit SOL_TLS blas::Operand t_own[blas::kMaxOperands]{};  // a node's BLAS operands, when computed here
+std::atomic<uint64_t> g_owners{1};
+
+// An operand as the graph locates it. Trivial: the per-call path fills only the entries it uses.
 struct GraphWriter::Operand {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  bool read = false, written = false;
-  const blas::Operand* blas = nullptr;      // a BLAS operand's geometry
-  const dnn::TensorDesc* tensor = nullptr;  // a DNN operand's layout
-  uint64_t key = 0, content = 0;            // when hashed
+  void* ptr;
+  size_t bytes;
+  bool read, written;
+  const blas::Operand* blas;      // a BLAS operand's geometry
+  const dnn::TensorDesc* tensor;  // a DNN operand's layout
+  uint64_t key, content;          // when hashed
   uintptr_t lo() const noexcept { return reinterpret_cast<uintptr_t>(ptr); }
+  void set(void* p, size_t n, bool r, bool w, const blas::Operand* b, const dnn::TensorDesc* t) noexcept {
+    ptr = n ? p : nullptr;
+    bytes = n;
+    read = r, written = w, blas = b, tensor = t;
+  }
 };
 
 struct GraphWriter::Operands {
   Operand at[dnn::kMaxTensors];
-  blas::Operand blas[blas::kMaxOperands];
   int n = 0;
   DType dtype = DType::none;
+
+  Operands() noexcept {}  // `at` left as it is: collect() fills what it uses
 
   // The operands of a node in the order its description gives them: a BLAS routine's as
   // blas::operands lists them, a DNN primitive's by tensor (unbound ones empty).
@@ -125,33 +150,19 @@ struct GraphWriter::Operands {
       const dnn::Call& call = *node.dnn;
       const dnn::Desc& d = *call.desc;
       for (int i = 0; i < d.ntensors; ++i) {
-        Operand& o = at[n++];
-        o = Operand{};
-        o.tensor = &d.tensors[i].desc;
-        if (call.unbound || !call.data[i] || !d.tensors[i].desc.bytes) continue;
-        o.ptr = call.data[i];
-        o.bytes = d.tensors[i].desc.bytes;
-        o.read = d.read(d.tensors[i]);
-        o.written = d.written(d.tensors[i]);
+        const dnn::Tensor& t = d.tensors[i];
+        const bool bound = !call.unbound && call.data[i];
+        at[n++].set(call.data[i], bound ? t.desc.bytes : 0, d.read(t), d.written(t), nullptr, &t.desc);
       }
       return;
     }
     if (op_family(node.op)[0] != 'b') return;
+    // A BLAS node's operands: the caller's (the recorder has them), or computed here.
+    const blas::Operand* ops = given;
     int count = ngiven;
-    if (given)
-      std::copy(given, given + ngiven, blas);
-    else
-      count = blas::operands(node, blas);
-    for (int i = 0; i < count; ++i) {
-      Operand& o = at[n++];
-      o = Operand{};
-      o.blas = &blas[i];
-      if (!blas[i].bytes) continue;
-      o.ptr = blas[i].ptr;
-      o.bytes = blas[i].bytes;
-      o.read = blas[i].read;
-      o.written = blas[i].written;
-    }
+    if (!given) count = blas::operands(node, t_own), ops = t_own;
+    for (int i = 0; i < count; ++i)
+      at[n++].set(ops[i].ptr, ops[i].bytes, ops[i].read, ops[i].written, &ops[i], nullptr);
   }
 
   // Hashes the operands read (`reads`) or written, after making host memory valid (a lazy device
@@ -173,6 +184,7 @@ struct GraphWriter::Operands {
 };
 
 void GraphWriter::configure(const config::Config& cfg) noexcept {
+  owner_ = g_owners.fetch_add(1, std::memory_order_relaxed) + 1;
   data_ = cfg.trace_data;
   saving_.store(data_, std::memory_order_relaxed);
   data_max_ = static_cast<uint64_t>(cfg.trace_data_max);
@@ -334,6 +346,23 @@ uint32_t GraphWriter::lib(const Node& node) {
 }
 
 uint32_t GraphWriter::desc(const Node& node) {
+  // A host BLAS call with the arguments of this thread's last one: its description, unhashed.
+  ThreadCache& c = t_cache;
+  constexpr size_t kArgs = offsetof(BlasArgs, a);  // every argument but the operands' addresses
+  const bool plain = op_family(node.op)[0] == 'b' && !node.device;
+  if (plain && c.owner == owner_ && c.sym == node.sym && std::memcmp(c.args, &node.blas, kArgs) == 0)
+    return c.desc;
+  const uint32_t id = describe(node);
+  if (plain) {
+    if (c.owner != owner_) c = ThreadCache{owner_};
+    c.sym = node.sym;
+    std::memcpy(c.args, &node.blas, kArgs);
+    c.desc = id;
+  }
+  return id;
+}
+
+uint32_t GraphWriter::describe(const Node& node) {
   const uint64_t k = graph::description_key(node);
   auto [it, added] = descs_.try_emplace(k, static_cast<uint32_t>(descs_.size() + 1));
   if (!added) return it->second;
@@ -397,17 +426,33 @@ void GraphWriter::born(const GraphMemory::Born& b) noexcept {
 // Every operand located; a join made by a later operand moves the earlier ones, so the pass runs
 // again until none is made.
 void GraphWriter::locate_all(const Operands& ops, GraphMemory::Ref* refs) {
-  GraphMemory::Born b;
   for (bool joined = true; joined;) {
     joined = false;
     for (int i = 0; i < ops.n; ++i) {
       const Operand& o = ops.at[i];
-      if (!o.ptr) continue;
-      refs[i] = memory_.locate(o.lo(), o.lo() + o.bytes, b);
-      born(b);
-      joined |= !b.parts.empty();
+      if (o.ptr) joined |= locate(o.lo(), o.lo() + o.bytes, refs[i]);
     }
   }
+}
+
+// One operand's buffer, through the thread's memory of where its last few operands were (a loop
+// passes the same ones call after call), valid while no buffer was made or ended since. true when
+// it joined buffers.
+bool GraphWriter::locate(uintptr_t lo, uintptr_t hi, GraphMemory::Ref& ref) {
+  ThreadCache& c = t_cache;
+  const uint64_t gen = memory_.generation();
+  for (const auto& p : c.places)
+    if (p.lo == lo && p.hi == hi && p.gen == gen && c.owner == owner_) {
+      ref = p.ref;
+      ref.ver = ref.at->version;
+      return false;
+    }
+  born_.parts.clear();
+  ref = memory_.locate(lo, hi, born_);
+  born(born_);
+  if (c.owner != owner_) c = ThreadCache{owner_};
+  c.places[c.next++ % ThreadCache::kPlaces] = {lo, hi, memory_.generation(), ref};
+  return !born_.parts.empty();
 }
 
 // Whether `bytes` more data fit under trace.data_max; the first time they do not, saving stops and
@@ -428,8 +473,8 @@ bool GraphWriter::save(const Operand& op, const GraphMemory::Ref& ref, uint64_t 
   const uint64_t at = data_end_;
   write_data(op.ptr, op.bytes);
   data_bytes_ += op.bytes;
-  const uint32_t ver = memory_.bump(op.lo()) + 1;
-  memory_.learn(op.lo(), op.lo() + op.bytes, key, content);
+  const uint32_t ver = GraphMemory::bump(ref.at) + 1;
+  GraphMemory::learn(ref.at, op.lo(), op.lo() + op.bytes, key, content);
   char buf[256];
   Text t(buf, sizeof buf);
   t.lit("{\"in\":").u64(++inputs_).lit(",\"buf\":").u64(ref.buf).lit(",\"off\":").u64(ref.off);
@@ -468,7 +513,7 @@ void GraphWriter::before(const State& s, const Node& node) noexcept {
     locate_all(ops, refs);
     for (int i = 0; i < ops.n && saving(); ++i) {
       const Operand& o = ops.at[i];
-      if (!o.ptr || !o.read || memory_.known(o.lo(), o.key, o.content)) continue;
+      if (!o.ptr || !o.read || GraphMemory::known(refs[i].at, o.key, o.content)) continue;
       save(o, refs[i], o.key, o.content);
     }
   } catch (...) {
@@ -479,12 +524,14 @@ void GraphWriter::before(const State& s, const Node& node) noexcept {
 void GraphWriter::after(const State& s, const Node& node, const char* backend, uint64_t seq, pid_t tid,
                         const blas::Operand* given, int ngiven) noexcept {
   const Files f = files_.load(std::memory_order_relaxed);
-  if (f == Files::closed || f == Files::unwritable || std::strcmp(backend, "invalid") == 0 ||
-      !graph::computes(node) || !valid_blas(node))
+  if (f == Files::closed || f == Files::unwritable ||
+      (backend[0] == 'i' && std::strcmp(backend, "invalid") == 0) || !graph::computes(node))
     return;
+  // Hashing reads what a call's geometry names: only that of a call the reference would accept.
+  // (Without data, such a call is located and left to the replay, which declines it.)
+  const bool hashing = saving() && host_memory(node) && valid_blas(node);
   Operands ops;
   ops.collect(node, node.device ? nullptr : given, ngiven);
-  const bool hashing = saving() && host_memory(node);
   if (hashing) ops.hash(false);
   try {
     Locked lock(mu_);
@@ -524,19 +571,19 @@ void GraphWriter::after(const State& s, const Node& node, const char* backend, u
     }
     t.lit("}\n");
     // The new versions: one per buffer the node wrote, however many of its operands lie there.
-    uint32_t bumped[dnn::kMaxTensors];
+    GraphMemory::Buffer* bumped[dnn::kMaxTensors];
     int nbumped = 0;
     for (int i = 0; i < ops.n; ++i) {
       const Operand& o = ops.at[i];
       if (!o.ptr || !o.written) continue;
-      if (std::find(bumped, bumped + nbumped, refs[i].buf) == bumped + nbumped) {
-        bumped[nbumped++] = refs[i].buf;
-        memory_.bump(o.lo());
+      if (std::find(bumped, bumped + nbumped, refs[i].at) == bumped + nbumped) {
+        bumped[nbumped++] = refs[i].at;
+        GraphMemory::bump(refs[i].at);
       }
       if (hashing)
-        memory_.learn(o.lo(), o.lo() + o.bytes, o.key, o.content);
+        GraphMemory::learn(refs[i].at, o.lo(), o.lo() + o.bytes, o.key, o.content);
       else
-        memory_.unknown(o.lo(), o.lo() + o.bytes);
+        GraphMemory::unknown(refs[i].at, o.lo(), o.lo() + o.bytes);
     }
     if (!t.truncated()) append(t.data(), t.size());
   } catch (...) {
@@ -604,6 +651,8 @@ void GraphWriter::reset_in_child() noexcept {
   libs_.clear();
   std::fill(lib_of_.begin(), lib_of_.end(), 0);
   lib_threads_.clear();
+  owner_ = g_owners.fetch_add(1, std::memory_order_relaxed) +
+           1;  // every thread's memory of the parent's graph goes
   mu_.unlock();
   --alloc::t_quiet;
 }

@@ -75,6 +75,8 @@ class GraphWriter {
   uint32_t lib(const Node& node);
   int threads(const Node& node, uint32_t lib) noexcept;
   uint32_t desc(const Node& node);
+  uint32_t describe(const Node& node);
+  bool locate(uintptr_t lo, uintptr_t hi, GraphMemory::Ref& ref);
   void locate_all(const Operands& ops, GraphMemory::Ref* refs);
   void born(const GraphMemory::Born& b) noexcept;
   bool room(uint64_t bytes) noexcept;
@@ -99,6 +101,8 @@ class GraphWriter {
   size_t data_used_ = 0;
   uint64_t nodes_ = 0, inputs_ = 0, data_bytes_ = 0, cut_at_ = 0;
   GraphMemory memory_;
+  GraphMemory::Born born_;  // locate()'s scratch
+  uint64_t owner_ = 0;      // this graph's number: threads' caches of another (a parent's) are stale
   std::unordered_map<uint64_t, uint32_t> descs_;
   std::unordered_map<std::string, uint32_t> libs_;
   std::vector<uint32_t> lib_of_;        // per symbol: its library's record + 1 (0: not looked up)

@@ -122,10 +122,12 @@ void blas_args(const json& j, Description& d) {
 #define SOL_READ_DEV(f) d.device->f = get_or<decltype(d.device->f)>(v, #f, d.device->f);
     SOL_GRAPH_DEVICE_INTS(SOL_READ_DEV)
 #undef SOL_READ_DEV
-    // A single GEMM or GEMV of the routine's own types is a host BLAS call once its operands are
-    // host memory: a replay runs it so. Batched and mixed-type calls have no host routine.
-    if (d.device->batch != 0 || d.device->atype != -1 || d.device->btype != -1 || d.device->ctype != -1 ||
-        d.device->compute != -1)
+    // A single GEMM or GEMV whose matrices are of the node's own type is a host BLAS call once its
+    // operands are host memory: a replay runs it so. Batched and mixed-type calls have no host
+    // routine. (cudaDataType: CUDA_R_32F 0, CUDA_R_64F 1, CUDA_C_32F 4, CUDA_C_64F 5.)
+    const int own = d.node.dtype == DType::f32 ? 0 : d.node.dtype == DType::f64 ? 1 : d.node.dtype == DType::c64 ? 4 : 5;
+    auto plain = [&](int32_t t) { return t == -1 || t == own; };
+    if (d.device->batch != 0 || !plain(d.device->atype) || !plain(d.device->btype) || !plain(d.device->ctype))
       d.why_not = "a batched or mixed-precision device GEMM, which no host routine computes";
   }
 }

@@ -350,6 +350,8 @@ uint64_t Replayer::node(const Graph& g, const NodeRecord& n, Buffers& mem, OpRes
   ++op.calls;
   if (!d.why_not.empty()) return declined(op, d.why_not), 0;
   if (!n.unbound.empty()) return declined(op, "its call was not bound: " + n.unbound), 0;
+  for (size_t i = 0; i < n.ops.size(); ++i)
+    if (!n.ops[i].buf && d.operands[i].bytes > 0) return declined(op, "the program passed no memory for an operand"), 0;
   Node node = d.node;
   dnn::Call call;
   bind(d, n, mem, node, call);
