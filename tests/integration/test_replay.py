@@ -230,6 +230,20 @@ def test_a_corrupt_record_is_one_error_line_naming_it(tmp_path, small_graph):
     assert re.search(r":%d: corrupt graph: " % (i + 1), line), line
 
 
+def test_a_call_the_reference_would_reject_is_declined_not_run(tmp_path, small_graph):
+    # A graph naming an invalid GEMM (lda below m): no backend runs it, native included, and the
+    # replay says why; the rest of the graph runs.
+    lines = small_graph[:]
+    i = next(i for i, l in enumerate(lines) if '"symbol":"cblas_sgemm"' in l)
+    lines[i] = re.sub(r'"lda":\d+', '"lda":1', lines[i])
+    status, doc, err = replay(write_graph(tmp_path, lines), "--backend", "reference")
+    assert status == 0, err
+    for name in ("native", "reference"):
+        b = doc["backends"][name]
+        assert b["reasons"].get("the reference BLAS rejects its arguments", 0) > 0, b["reasons"]
+        assert b["ran"] > 0
+
+
 def test_the_data_cap_cuts_the_data_and_the_header_says_where(tmp_path):
     r, trace_dir = traced([PYTHON, str(PY_PROGRAMS / "numpy_chain.py")], tmp_path, env={"SOL_TRACE_DATA_MAX": "20000"})
     assert [l for l in sol_lines(r.stderr) if "trace.data_max" in l]

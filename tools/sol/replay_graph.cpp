@@ -145,6 +145,9 @@ void blas_operands(Description& d) {
     d.operands.push_back(
         {capture::blas::operand_field(g.name), g.bytes, g.read, g.written, d.node.dtype, {}});
   if (d.operands.empty() && d.why_not.empty()) d.why_not = "its operand is a scalar the graph does not hold";
+  // A call the reference rejects computed nothing (its library reported it): nothing to replay.
+  if (!d.device && capture::blas::check(probe).level != capture::blas::ArgError::none)
+    d.why_not = "the reference BLAS rejects its arguments";
 }
 
 void layout(const json& t, dnn::Layout& l) {
