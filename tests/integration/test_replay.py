@@ -152,6 +152,30 @@ def test_a_forked_threaded_c_program_has_a_graph_per_process(tmp_path):
     assert doc["mismatches"] == 0
 
 
+def test_cublas_calls_are_graph_nodes_as_blas_calls_are(tmp_path):
+    # Without a GPU the program's cuBLAS calls fail, but SOL describes them all the same: a device
+    # GEMM is a gemm node with its device arguments, in the same graph format as a host one.
+    program = PROGRAMS / "cublas_calls"
+    if not program.exists():
+        pytest.skip("cublas_calls not built (no CUDA toolkit)")
+    r, trace_dir = traced([str(program)], tmp_path, cwd=None)
+    if "device present" in r.stdout:
+        pytest.skip("a CUDA device is present: the calls this test reads are not made")
+    (path,) = trace_files(trace_dir, ".graph.jsonl")
+    with open(path) as f:
+        records = [json.loads(l) for l in f]
+    descs = {d["symbol"]: d for d in records if "desc" in d and "node" not in d}
+    sgemm = descs["cublasSgemm_v2"]
+    assert (sgemm["api"], sgemm["op"], sgemm["dtype"]) == ("cublas", "gemm", "f32")
+    assert sgemm["args"]["m"] == 64 and sgemm["args"]["transa"] == "T" and sgemm["device"]["batch"] == 0
+    assert descs["cublasGemmStridedBatchedEx"]["device"]["batch"] == 3
+    status, doc, err = replay(trace_dir, "--backend", "reference")
+    assert status == 0, err
+    assert replay_op_list(doc) == trace_op_list(trace_dir)
+    # The batched calls have no host routine; the single one had no device memory to pass.
+    assert doc["backends"]["reference"]["declined"] == doc["nodes"] == 3
+
+
 def test_a_killed_process_leaves_a_graph_whose_complete_prefix_replays(tmp_path):
     trace_dir = tmp_path / "trace"
     env = clean_env({"SOL_TRACE": "1", "SOL_TRACE_DIR": str(trace_dir), "SOL_TRACE_DATA": "1"})
