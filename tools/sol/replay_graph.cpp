@@ -257,7 +257,8 @@ void dnn_desc(const json& j, Description& out) {
   }
   for (int i = 0; i < d->ntensors; ++i) {
     const dnn::Tensor& t = d->tensors[i];
-    out.operands.push_back({nullptr, t.desc.bytes, d->read(t), d->written(t), t.desc.dtype, t.arg});
+    // The bytes its layout reaches, which a corrupt graph could put past its buffer's end.
+    out.operands.push_back({nullptr, dnn::buffer_bytes(t.desc), d->read(t), d->written(t), t.desc.dtype, t.arg});
   }
   out.node = capture::Node(out.node.sym, d->kind, d->dtype);
   out.dnn = std::move(d);
