@@ -59,8 +59,9 @@ void hex64(Text& t, uint64_t v) noexcept {
   t.ch('"').raw(d, 16).ch('"');
 }
 
-// A function's result as the program got it, exactly: a float or double (two for complex), or an
-// index. Nothing for routines without one.
+// A function's result as the program got it, exactly: a float or a double (two for complex).
+// Nothing for routines without one (iamax's index is no float: its node is compared by its
+// operands alone).
 void result(const Node& node, Text& t) noexcept {
   const void* at = node.result ? node.result : node.ret.bytes;
   const bool dbl = node.dtype == DType::f64 || node.dtype == DType::c128;
@@ -98,8 +99,6 @@ void result(const Node& node, Text& t) noexcept {
   }
 }
 
-}  // namespace
-
 // What a thread remembers of its last calls (see desc(), locate()), for the graph of `owner`.
 struct ThreadCache {
   uint64_t owner = 0;
@@ -117,6 +116,8 @@ struct ThreadCache {
 constinit SOL_TLS ThreadCache t_cache{};
 constinit SOL_TLS blas::Operand t_own[blas::kMaxOperands]{};  // a node's BLAS operands, when computed here
 std::atomic<uint64_t> g_owners{1};
+
+}  // namespace
 
 // An operand as the graph locates it. Trivial: the per-call path fills only the entries it uses.
 struct GraphWriter::Operand {
@@ -392,24 +393,16 @@ int GraphWriter::threads(const Node& node, uint32_t library) noexcept {
 
 void GraphWriter::born(const GraphMemory::Born& b) noexcept {
   if (!b.buf) return;
-  char buf[1024];
-  Text t(buf, sizeof buf);
-  t.lit("{\"buf\":").u64(b.buf).lit(",\"bytes\":").u64(b.bytes);
-  if (!b.parts.empty()) {
-    t.lit(",\"parts\":[");
-    for (size_t i = 0; i < b.parts.size(); ++i)
-      (i ? t.ch(',') : t)
-          .ch('[')
-          .u64(b.parts[i].buf)
-          .ch(',')
-          .u64(b.parts[i].off)
-          .ch(',')
-          .u64(b.parts[i].ver)
-          .ch(']');
-    t.ch(']');
+  if (b.parts.empty()) {
+    char buf[64];
+    Text t(buf, sizeof buf);
+    t.lit("{\"buf\":").u64(b.buf).lit(",\"bytes\":").u64(b.bytes).lit("}\n");
+    append(t.data(), t.size());
+    return;
   }
-  t.lit("}\n");
-  if (t.truncated()) {  // more parts than a line holds: written through a larger buffer
+  // A join, which may name any number of parts: rare enough to be written through a string, in
+  // pieces that fit a block.
+  try {
     std::string line =
         "{\"buf\":" + std::to_string(b.buf) + ",\"bytes\":" + std::to_string(b.bytes) + ",\"parts\":[";
     for (size_t i = 0; i < b.parts.size(); ++i)
@@ -418,9 +411,8 @@ void GraphWriter::born(const GraphMemory::Born& b) noexcept {
     line += "]}\n";
     for (size_t at = 0; at < line.size(); at += TraceFile::kBlock / 2)
       append(line.data() + at, std::min(line.size() - at, TraceFile::kBlock / 2));
-    return;
+  } catch (...) {  // out of memory: the graph is corrupt from here, which its reader will say
   }
-  append(t.data(), t.size());
 }
 
 // Every operand located; a join made by a later operand moves the earlier ones, so the pass runs
