@@ -113,17 +113,18 @@ void print_json(const ReplayOptions& opt, const std::vector<std::unique_ptr<Grap
   Row backends = Row::object();
   uint64_t mismatches = 0;
   for (const auto& r : results) {
+    const OpResult& a = r.all;
     Row b = {{"seconds", r.seconds},
-             {"ran", r.ran},
-             {"declined", r.declined},
-             {"ratio", native ? ratio_to(r.seconds, native->seconds, r.ran > 0) : Row(nullptr)},
-             {"reasons", r.reasons},
+             {"ran", a.ran},
+             {"declined", a.declined},
+             {"ratio", native ? ratio_to(r.seconds, native->seconds, a.ran > 0) : Row(nullptr)},
+             {"reasons", a.reasons},
              {"ran_on", r.ran_on},
-             {"checked", r.checked},
-             {"mismatches", r.mismatches},
-             {"hashed", r.hashed},
-             {"reproduced", r.reproduced},
-             {"tolerated", r.tolerated},
+             {"checked", a.checked},
+             {"mismatches", a.mismatches},
+             {"hashed", a.hashed},
+             {"reproduced", a.reproduced},
+             {"tolerated", a.tolerated},
              {"differ", r.differ},
              {"libraries", r.libraries},
              {"notes", r.notes},
@@ -134,7 +135,7 @@ void print_json(const ReplayOptions& opt, const std::vector<std::unique_ptr<Grap
                         {"bytes_to_device", r.transfers.to_device},
                         {"bytes_to_host", r.transfers.to_host}};
     backends[r.name] = std::move(b);
-    mismatches += r.mismatches;
+    mismatches += a.mismatches;
   }
   Row ops = Row::array();
   for (const OpKey& k : op_order(results)) {
@@ -205,22 +206,24 @@ void print_backends(const std::vector<BackendResult>& results, bool check) {
       t.add({r.name, "failed: " + r.error});
       continue;
     }
-    const std::string vs = native && r.ran && native->seconds > 0 ? times(r.seconds / native->seconds) : "-";
+    const OpResult& a = r.all;
+    const std::string vs = native && a.ran && native->seconds > 0 ? times(r.seconds / native->seconds) : "-";
     std::vector<std::string> row = {r.name, human_ns(static_cast<uint64_t>(r.seconds * 1e9)), vs,
-                                    std::to_string(r.ran), std::to_string(r.declined)};
-    if (check) row.insert(row.end(), {std::to_string(r.checked), std::to_string(r.mismatches)});
+                                    std::to_string(a.ran), std::to_string(a.declined)};
+    if (check) row.insert(row.end(), {std::to_string(a.checked), std::to_string(a.mismatches)});
     t.add(row);
   }
   t.print(stdout);
   for (const auto& r : results) {
     if (r.device && r.error.empty())
       std::printf("  %s: %s\n", r.name.c_str(), hal::transfers::line(r.transfers).c_str());
-    if (r.hashed) {
+    const OpResult& a = r.all;
+    if (a.hashed) {
       std::printf("  %s reproduced the program's results bit for bit at %llu of %llu nodes", r.name.c_str(),
-                  static_cast<unsigned long long>(r.reproduced), static_cast<unsigned long long>(r.hashed));
-      if (r.tolerated)
+                  static_cast<unsigned long long>(a.reproduced), static_cast<unsigned long long>(a.hashed));
+      if (a.tolerated)
         std::printf("; %llu more, computed on several threads, within verify's tolerance",
-                    static_cast<unsigned long long>(r.tolerated));
+                    static_cast<unsigned long long>(a.tolerated));
       std::printf("\n");
       for (const auto& d : r.differ) std::printf("    differs: %s\n", d.c_str());
     }
@@ -263,8 +266,8 @@ void print_text(const ReplayOptions& opt, const std::vector<std::unique_ptr<Grap
   std::printf("\n");
   ops.print(stdout);
   for (const auto& r : results)
-    if (!r.reasons.empty())
-      std::printf("  declined by %s: %s\n", r.name.c_str(), reasons_text(r.reasons).c_str());
+    if (!r.all.reasons.empty())
+      std::printf("  declined by %s: %s\n", r.name.c_str(), reasons_text(r.all.reasons).c_str());
 }
 
 }  // namespace
@@ -297,7 +300,7 @@ int cmd_replay(const ReplayOptions& opt) {
   for (const auto& b : o.backends) {
     results.push_back(replay::replay_on(view, b, o));
     if (!results.back().error.empty()) status = 1;
-    if (opt.check && results.back().mismatches) status = 1;
+    if (opt.check && results.back().all.mismatches) status = 1;
   }
   if (opt.format == Format::json)
     print_json(opt, graphs, results, warnings);

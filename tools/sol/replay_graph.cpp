@@ -125,7 +125,10 @@ void blas_args(const json& j, Description& d) {
     // A single GEMM or GEMV whose matrices are of the node's own type is a host BLAS call once its
     // operands are host memory: a replay runs it so. Batched and mixed-type calls have no host
     // routine. (cudaDataType: CUDA_R_32F 0, CUDA_R_64F 1, CUDA_C_32F 4, CUDA_C_64F 5.)
-    const int own = d.node.dtype == DType::f32 ? 0 : d.node.dtype == DType::f64 ? 1 : d.node.dtype == DType::c64 ? 4 : 5;
+    const int own = d.node.dtype == DType::f32   ? 0
+                    : d.node.dtype == DType::f64 ? 1
+                    : d.node.dtype == DType::c64 ? 4
+                                                 : 5;
     auto plain = [&](int32_t t) { return t == -1 || t == own; };
     if (d.device->batch != 0 || !plain(d.device->atype) || !plain(d.device->btype) || !plain(d.device->ctype))
       d.why_not = "a batched or mixed-precision device GEMM, which no host routine computes";
@@ -258,7 +261,8 @@ void dnn_desc(const json& j, Description& out) {
   for (int i = 0; i < d->ntensors; ++i) {
     const dnn::Tensor& t = d->tensors[i];
     // The bytes its layout reaches, which a corrupt graph could put past its buffer's end.
-    out.operands.push_back({nullptr, dnn::buffer_bytes(t.desc), d->read(t), d->written(t), t.desc.dtype, t.arg});
+    out.operands.push_back(
+        {nullptr, dnn::buffer_bytes(t.desc), d->read(t), d->written(t), t.desc.dtype, t.arg});
   }
   out.node = capture::Node(out.node.sym, d->kind, d->dtype);
   out.dnn = std::move(d);

@@ -64,8 +64,9 @@ void generate(unsigned char* p, size_t bytes, DType t, bool positive, uint32_t s
       }
       return;
     case DType::f16: {
-      // k/8 for k in -4..5, as binary16 (exact): sign, exponent, mantissa by hand.
-      static constexpr uint16_t kHalf[] = {0x3000, 0x3400, 0x3600, 0x3800, 0x3900};  // 1/8 .. 5/8
+      // k/8 for k in -9..9, as binary16 (exact), by table: 1/8 .. 9/8.
+      static constexpr uint16_t kHalf[] = {0x3000, 0x3400, 0x3600, 0x3800, 0x3900,
+                                           0x3a00, 0x3b00, 0x3c00, 0x3c80};
       for (size_t i = 0; i < bytes / 2; ++i) {
         const int k = static_cast<int>(std::lround(value(i) * 8));
         reinterpret_cast<uint16_t*>(p)[i] =
@@ -105,12 +106,6 @@ class Buffers {
   // After event `e`: the buffers whose last use it was go.
   void after(size_t e) noexcept {
     for (uint32_t id : frees_[e]) release(id);
-  }
-  // Every live buffer (the end of a pass).
-  template <class F>
-  void each(F f) const {
-    for (uint32_t id = 1; id <= base_.size(); ++id)
-      if (base_[id - 1]) f(base_[id - 1], g_.buffers[id - 1].bytes);
   }
 
  private:
@@ -255,17 +250,10 @@ class Replayer {
       out.seconds += static_cast<double>(best_ns) * 1e-9;
       for (auto& [key, r] : best) {
         const OpResult& f = first[key];
-        r.checked = f.checked, r.mismatches = f.mismatches, r.hashed = f.hashed, r.reproduced = f.reproduced;
-        r.tolerated = f.tolerated;
-        OpResult& total = out.ops[key];
-        total.calls += r.calls, total.ran += r.ran, total.declined += r.declined, total.ns += r.ns;
-        total.checked += r.checked, total.mismatches += r.mismatches, total.hashed += r.hashed;
-        total.reproduced += r.reproduced, total.tolerated += r.tolerated;
-        for (const auto& [why, n] : r.reasons) total.reasons[why] += n;
-        out.ran += r.ran, out.declined += r.declined, out.checked += r.checked,
-            out.mismatches += r.mismatches;
-        out.hashed += r.hashed, out.reproduced += r.reproduced, out.tolerated += r.tolerated;
-        for (const auto& [why, n] : r.reasons) out.reasons[why] += n;
+        r.checked = f.checked, r.mismatches = f.mismatches;
+        r.hashed = f.hashed, r.reproduced = f.reproduced, r.tolerated = f.tolerated;
+        out.ops[key] += r;
+        out.all += r;
       }
     }
   }
@@ -351,7 +339,8 @@ uint64_t Replayer::node(const Graph& g, const NodeRecord& n, Buffers& mem, OpRes
   if (!d.why_not.empty()) return declined(op, d.why_not), 0;
   if (!n.unbound.empty()) return declined(op, "its call was not bound: " + n.unbound), 0;
   for (size_t i = 0; i < n.ops.size(); ++i)
-    if (!n.ops[i].buf && d.operands[i].bytes > 0) return declined(op, "the program passed no memory for an operand"), 0;
+    if (!n.ops[i].buf && d.operands[i].bytes > 0)
+      return declined(op, "the program passed no memory for an operand"), 0;
   Node node = d.node;
   dnn::Call call;
   bind(d, n, mem, node, call);
@@ -472,31 +461,38 @@ std::vector<std::string> loaded_objects() {
   return out;
 }
 
+// What a replaying process reports to the command, through a pipe.
+#define SOL_REPLAY_COUNTS(X) \
+  X(calls) X(ran) X(declined) X(ns) X(checked) X(mismatches) X(hashed) X(reproduced) X(tolerated)
+
+json to_json(const OpResult& o) {
+  json j = {{"reasons", o.reasons}};
+#define SOL_REPLAY_PUT(f) j[#f] = o.f;
+  SOL_REPLAY_COUNTS(SOL_REPLAY_PUT)
+#undef SOL_REPLAY_PUT
+  return j;
+}
+
+OpResult op_from_json(const json& j) {
+  OpResult o;
+#define SOL_REPLAY_GET(f) o.f = j.at(#f).get<uint64_t>();
+  SOL_REPLAY_COUNTS(SOL_REPLAY_GET)
+#undef SOL_REPLAY_GET
+  o.reasons = j.at("reasons").get<std::map<std::string, uint64_t>>();
+  return o;
+}
+
 json to_json(const BackendResult& r) {
   json ops = json::array();
-  for (const auto& [k, o] : r.ops)
-    ops.push_back({{"key", {k.api, k.symbol, k.op, k.dtype, k.shape}},
-                   {"calls", o.calls},
-                   {"ran", o.ran},
-                   {"declined", o.declined},
-                   {"ns", o.ns},
-                   {"checked", o.checked},
-                   {"mismatches", o.mismatches},
-                   {"hashed", o.hashed},
-                   {"reproduced", o.reproduced},
-                   {"tolerated", o.tolerated},
-                   {"reasons", o.reasons}});
+  for (const auto& [k, o] : r.ops) {
+    json op = to_json(o);
+    op["key"] = {k.api, k.symbol, k.op, k.dtype, k.shape};
+    ops.push_back(std::move(op));
+  }
   const auto& t = r.transfers;
   return {{"error", r.error},
           {"seconds", r.seconds},
-          {"ran", r.ran},
-          {"declined", r.declined},
-          {"checked", r.checked},
-          {"mismatches", r.mismatches},
-          {"hashed", r.hashed},
-          {"reproduced", r.reproduced},
-          {"tolerated", r.tolerated},
-          {"reasons", r.reasons},
+          {"all", to_json(r.all)},
           {"ran_on", r.ran_on},
           {"device", r.device},
           {"differ", r.differ},
@@ -509,15 +505,7 @@ json to_json(const BackendResult& r) {
 void from_json(const json& j, BackendResult& r) {
   r.error = j.at("error").get<std::string>();
   r.seconds = j.at("seconds").get<double>();
-  for (auto [field, key] : {std::pair{&r.ran, "ran"},
-                            {&r.declined, "declined"},
-                            {&r.checked, "checked"},
-                            {&r.mismatches, "mismatches"},
-                            {&r.hashed, "hashed"},
-                            {&r.reproduced, "reproduced"},
-                            {&r.tolerated, "tolerated"}})
-    *field = j.at(key).get<uint64_t>();
-  r.reasons = j.at("reasons").get<std::map<std::string, uint64_t>>();
+  r.all = op_from_json(j.at("all"));
   r.ran_on = j.at("ran_on").get<std::map<std::string, uint64_t>>();
   r.device = j.at("device").get<bool>();
   r.differ = j.at("differ").get<std::vector<std::string>>();
@@ -530,18 +518,7 @@ void from_json(const json& j, BackendResult& r) {
   r.transfers.to_host = t[3].get<uint64_t>();
   for (const json& o : j.at("ops")) {
     const json& k = o.at("key");
-    OpResult& x = r.ops[OpKey{k[0], k[1], k[2], k[3], k[4]}];
-    for (auto [field, key] : {std::pair{&x.calls, "calls"},
-                              {&x.ran, "ran"},
-                              {&x.declined, "declined"},
-                              {&x.ns, "ns"},
-                              {&x.checked, "checked"},
-                              {&x.mismatches, "mismatches"},
-                              {&x.hashed, "hashed"},
-                              {&x.reproduced, "reproduced"},
-                              {&x.tolerated, "tolerated"}})
-      *field = o.at(key).get<uint64_t>();
-    x.reasons = o.at("reasons").get<std::map<std::string, uint64_t>>();
+    r.ops[OpKey{k[0], k[1], k[2], k[3], k[4]}] = op_from_json(o);
   }
 }
 
@@ -573,6 +550,14 @@ BackendResult replay_here(const std::vector<Graph*>& graphs, const std::string& 
 }
 
 }  // namespace
+
+OpResult& OpResult::operator+=(const OpResult& o) {
+#define SOL_REPLAY_ADD(f) f += o.f;
+  SOL_REPLAY_COUNTS(SOL_REPLAY_ADD)
+#undef SOL_REPLAY_ADD
+  for (const auto& [why, n] : o.reasons) reasons[why] += n;
+  return *this;
+}
 
 BackendResult replay_on(const std::vector<Graph*>& graphs, const std::string& backend,
                         const Options& options) {

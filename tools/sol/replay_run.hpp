@@ -36,15 +36,16 @@ struct OpResult {
   uint64_t hashed = 0, reproduced = 0;      // native, with the program's data: results bit for bit
   uint64_t tolerated = 0;                   // ... or, computed on several threads, within verify's tolerance
   std::map<std::string, uint64_t> reasons;  // why it declined: count per reason
+
+  OpResult& operator+=(const OpResult& o);
 };
 
 struct BackendResult {
   std::string name;
   std::string error;   // the replaying process failed: why ("" when it did not)
   double seconds = 0;  // the graphs' time, fastest pass of each
-  uint64_t ran = 0, declined = 0, checked = 0, mismatches = 0, hashed = 0, reproduced = 0, tolerated = 0;
-  std::map<std::string, uint64_t> reasons;  // declines, over every op
-  std::map<std::string, uint64_t> ran_on;   // what ran the nodes it did not (auto: which backend)
+  OpResult all;        // every op's together (its `ns`: the nodes' alone, without waits for a device)
+  std::map<std::string, uint64_t> ran_on;  // what ran the nodes (auto: which backend; when declined: where)
   bool device = false;
   hal::transfers::Totals transfers;
   std::vector<std::string> differ;     // native: nodes whose results were not the program's (the first few)
