@@ -853,6 +853,17 @@ bool start_executor(const config::Config& cfg) noexcept {
   return true;
 }
 
+bool executor_backend_ready(const std::string& name, std::string& why) noexcept {
+  Executor* ex = g_exec.load(std::memory_order_acquire);
+  if (!ex) return false;
+  if (ex->registry.get(name)) return true;
+  try {
+    why = ex->registry.why(name);
+  } catch (...) {
+  }
+  return false;
+}
+
 void set_decline_listener(DeclineListener listener) noexcept {
   g_decline_listener.store(listener, std::memory_order_relaxed);
 }

@@ -268,6 +268,17 @@ def test_a_call_the_reference_would_reject_is_declined_not_run(tmp_path, small_g
         assert b["ran"] > 0
 
 
+def test_an_unavailable_backend_is_a_failed_row_and_the_others_replay(tmp_path, small_graph):
+    config = tmp_path / "sol.toml"
+    config.write_text('[backends.openblas]\nlibrary = "%s"\n' % (tmp_path / "libopenblas-missing.so.0"))
+    r = run([SOL, "replay", str(write_graph(tmp_path, small_graph)), "--backend", "openblas,reference",
+             "--format", "json"], env={"SOL_CONFIG": str(config)}, preload=False)
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["backends"]["openblas"]["error"].startswith("openblas is unavailable: ")
+    assert doc["backends"]["reference"]["error"] is None and doc["backends"]["reference"]["ran"] == doc["nodes"]
+
+
 def test_the_data_cap_cuts_the_data_and_the_header_says_where(tmp_path):
     r, trace_dir = traced([PYTHON, str(PY_PROGRAMS / "numpy_chain.py")], tmp_path, env={"SOL_TRACE_DATA_MAX": "20000"})
     assert [l for l in sol_lines(r.stderr) if "trace.data_max" in l]

@@ -203,7 +203,7 @@ void print_backends(const std::vector<BackendResult>& results, bool check) {
   TextTable t(head, {true, false, false, false, false, false, false});
   for (const auto& r : results) {
     if (!r.error.empty()) {
-      t.add({r.name, "failed: " + r.error});
+      t.add({r.name, "failed"});
       continue;
     }
     const OpResult& a = r.all;
@@ -215,6 +215,7 @@ void print_backends(const std::vector<BackendResult>& results, bool check) {
   }
   t.print(stdout);
   for (const auto& r : results) {
+    if (!r.error.empty()) std::printf("  %s: %s\n", r.name.c_str(), r.error.c_str());
     if (r.device && r.error.empty())
       std::printf("  %s: %s\n", r.name.c_str(), hal::transfers::line(r.transfers).c_str());
     const OpResult& a = r.all;

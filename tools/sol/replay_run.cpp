@@ -541,6 +541,11 @@ BackendResult replay_here(const std::vector<Graph*>& graphs, const std::string& 
   out.notes = native.notes;
   capture::set_decline_listener(note_decline);
   capture::start_executor(cfg);
+  std::string why;
+  if (backend != "native" && backend != "auto" && !capture::executor_backend_ready(backend, why)) {
+    out.error = backend + " is unavailable: " + (why.empty() ? "it could not be initialised" : why);
+    return out;
+  }
   out.device = hal::Registry(cfg).device_backend(backend);
   Replayer(native, backend, o).run(graphs, out);
   out.notes = native.notes;
