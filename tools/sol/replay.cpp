@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <set>
 
+#include "config/config.hpp"
 #include "tools/sol/commands.hpp"
 #include "tools/sol/output.hpp"
 #include "tools/sol/replay_graph.hpp"
@@ -36,20 +37,6 @@ using replay::BackendResult;
 using replay::Graph;
 using replay::OpKey;
 using replay::OpResult;
-
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at <= list.size()) {
-    const size_t comma = std::min(list.find(',', at), list.size());
-    std::string w = list.substr(at, comma - at);
-    w.erase(0, w.find_first_not_of(" \t"));
-    w.erase(w.find_last_not_of(" \t") + 1);
-    if (!w.empty()) out.push_back(w);
-    at = comma + 1;
-  }
-  return out;
-}
 
 struct Totals {
   size_t nodes = 0, inputs = 0;
@@ -92,7 +79,7 @@ std::vector<OpKey> op_order(const std::vector<BackendResult>& results) {
 }
 
 Row op_json(const OpResult& o, const OpResult* native) {
-  return {{"seconds", round3(static_cast<double>(o.ns) * 1e-9 * 1e3) / 1e3},
+  return {{"seconds", static_cast<double>(o.ns) * 1e-9},
           {"ran", o.ran},
           {"declined", o.declined},
           {"ratio",
@@ -294,8 +281,12 @@ int cmd_replay(const ReplayOptions& opt) {
   o.check = opt.check;
   o.lazy = opt.lazy;
   o.backends = {"native"};
-  for (const auto& b : split(opt.backend))
-    if (std::find(o.backends.begin(), o.backends.end(), b) == o.backends.end()) o.backends.push_back(b);
+  if (!opt.backend.empty()) {
+    config::Config list;  // the list as SOL_BACKEND takes it: checked by the command line already
+    config::set_from_text(list, config::Key::backend, opt.backend);
+    for (const auto& b : list.backend)
+      if (std::find(o.backends.begin(), o.backends.end(), b) == o.backends.end()) o.backends.push_back(b);
+  }
   std::vector<BackendResult> results;
   int status = 0;
   for (const auto& b : o.backends) {
