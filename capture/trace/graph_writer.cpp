@@ -255,8 +255,7 @@ bool GraphWriter::open(const State& s) noexcept {
       return false;
     }
     if (data_) {
-      data_path_ = s.path(graph::kDataSuffix);
-      data_fd_ = fs_safety::open_new_private(data_path_, O_APPEND, error);
+      data_fd_ = fs_safety::open_new_private(s.path(graph::kDataSuffix), O_APPEND, error);
       void* m = data_fd_ >= 0
                     ? ::mmap(nullptr, kDataBuffer, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
                     : MAP_FAILED;

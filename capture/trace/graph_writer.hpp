@@ -95,7 +95,6 @@ class GraphWriter {
   std::atomic<Files> files_{Files::not_open};
   TraceFile file_;
   int data_fd_ = -1;
-  std::string data_path_;
   uint64_t data_end_ = 0;  // the data file's size, what is still in data_buf_ included
   char* data_buf_ = nullptr;
   size_t data_used_ = 0;

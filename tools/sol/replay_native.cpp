@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
-#include <cstring>
 
 #include "capture/blas/blas.hpp"
 #include "capture/blas/call.hpp"
