@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/native.hpp"
+#include "common/own_work.hpp"
 #include "common/signals.hpp"
 
 namespace sol {
@@ -85,6 +86,7 @@ bool Startup::run(bool background) {
   runner_ = ::getpid();
   lock.unlock();
   try {
+    const OwnWork own;  // on its thread or on a program's that took it: SOL's work either way
     work_(background, stop_);
   } catch (...) {  // the work reports its own failures to its owner; nothing may escape the thread
   }

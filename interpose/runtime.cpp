@@ -6,6 +6,7 @@
 #include "capture/capture.hpp"
 #include "capture/lazy/served.hpp"
 #include "common/log.hpp"
+#include "common/own_work.hpp"
 #include "config/config.hpp"
 #include "interpose/frontend.hpp"
 
@@ -22,9 +23,6 @@ static_assert(sizeof g_modes == capture::kNumSymbols);
 
 namespace {
 
-// Depth of SOL's own handling of calls on this thread; > 0 means a call is re-entrant.
-constinit SOL_TLS int t_depth = 0;
-
 // Under auto, whether a symbol's routing was decided (see SlowCall).
 std::atomic<uint8_t> g_decided[capture::kNumSymbols];
 
@@ -36,7 +34,7 @@ std::once_flag g_once;
 void init_process() noexcept {
   // Anything this thread calls while initialising goes straight to native (and cannot re-enter
   // call_once, which would deadlock).
-  ++t_depth;
+  ++t_own_depth;
   uint32_t mode = 0;
   try {
     const config::Config cfg = config::load();
@@ -62,7 +60,7 @@ void init_process() noexcept {
   if (!(mode & kCapture))
     for (size_t i = 0; i < capture::kNumSymbols; ++i) set_passthrough(static_cast<Sym>(i), true);
   g_mode.store(mode, std::memory_order_release);
-  --t_depth;
+  --t_own_depth;
 }
 
 // Runs before main() for a preloaded or linked libsol, so SOL_STRICT can stop a misconfigured
@@ -81,7 +79,7 @@ void ensure_init() noexcept {
 
 SlowCall::SlowCall(Sym sym, capture::Op op, capture::DType dtype) noexcept
     : capturing_(false), ilp64_(false) {
-  const bool outer = t_depth++ == 0;
+  const bool outer = t_own_depth++ == 0;
   if (outer) ensure_init();
   // With no native definition there is nowhere else to go: SOL serves the call, even one made
   // while it handles another.
@@ -121,7 +119,7 @@ SlowCall::SlowCall(Sym sym, capture::Op op, capture::DType dtype) noexcept
 }
 
 SlowCall::~SlowCall() noexcept {
-  --t_depth;
+  --t_own_depth;
 }
 
 }  // namespace sol::interpose

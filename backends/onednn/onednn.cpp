@@ -13,6 +13,7 @@
 #include <string>
 
 #include "backends/onednn/api.hpp"
+#include "backends/onednn/dnn.hpp"
 #include "backends/onednn/matmul.hpp"
 #include "capture/blas/call.hpp"
 #include "common/fs_safety.hpp"
@@ -108,6 +109,10 @@ class OneDnn final : public hal::Backend {
       pthread_atfork(nullptr, nullptr, single_threaded_after_fork);
     });
     choose_gemm(cfg.onednn_gemm);
+    auto dnn = std::make_unique<DnnPrimitives>(api_);
+    std::string dnn_why;
+    if (dnn->init(lib, dnn_why)) dnn_ = dnn.release();  // never destroyed, as matmul_
+    else dnn_note_ = "; no DNN nodes: " + path + " " + dnn_why;
     spin_ns_ = api_.omp_set_num_threads ? gnu_openmp_spin_ns() : 0;  // oneDNN on GNU OpenMP
     return true;
   }
@@ -116,8 +121,8 @@ class OneDnn final : public hal::Backend {
 
   std::string device() const override {
     const std::string v = version_.empty() ? "oneDNN" : version_;
-    if (!matmul_) return v + ", dnnl_sgemm on the CPU" + note_;
-    return v + ", matmul primitives (" + (impl_.empty() ? "?" : impl_) + ") on the CPU" + note_;
+    if (!matmul_) return v + ", dnnl_sgemm on the CPU" + note_ + dnn_note_;
+    return v + ", matmul primitives (" + (impl_.empty() ? "?" : impl_) + ") on the CPU" + note_ + dnn_note_;
   }
 
   bool compiles_kernels() const noexcept override { return true; }
@@ -132,6 +137,7 @@ class OneDnn final : public hal::Backend {
   bool dnn_is_native() const noexcept override { return true; }
 
   Reason supports(const Node& node) const noexcept override {
+    if (node.dnn) return dnn_ ? dnn_->supports(*node.dnn->desc) : Reason::op_unsupported;
     if (capture::op_family(node.op)[0] != 'b') return Reason::not_blas;
     if (node.op != capture::Op::gemm) return Reason::op_unsupported;
     if (node.dtype != capture::DType::f32) return Reason::dtype_unsupported;
@@ -139,6 +145,11 @@ class OneDnn final : public hal::Backend {
   }
 
   Reason run(Node& node) noexcept override {
+    if (node.dnn) {
+      if (!dnn_) return Reason::op_unsupported;
+      t_ran_onednn = true;
+      return dnn_->run(*node.dnn);
+    }
     const auto& b = node.blas;
     const int64_t m = b.m, n = b.n, k = b.k;
     float* c = static_cast<float*>(b.c);
@@ -204,8 +215,9 @@ class OneDnn final : public hal::Backend {
   }
 
   Api api_;
-  Matmul* matmul_ = nullptr;  // set: GEMM runs as matmul primitives
-  std::string version_, impl_, note_;
+  Matmul* matmul_ = nullptr;       // set: GEMM runs as matmul primitives
+  DnnPrimitives* dnn_ = nullptr;   // DNN nodes (dnn.hpp); null when this libdnnl cannot make them
+  std::string version_, impl_, note_, dnn_note_;
   uint64_t spin_ns_ = 0;
 };
 

@@ -293,8 +293,11 @@ hal::Reason run_on_checked(Executor& ex, hal::Backend& backend, Node& node) noex
   std::_Exit(70);  // EX_SOFTWARE
 }
 
+std::atomic<DeclineListener> g_decline_listener{nullptr};
+
 // A failure or decline of candidate `c` for `node`: the line a user reads, and SOL_STRICT's end.
 void declined(Executor& ex, const hal::Candidate& c, const Node& node, hal::Reason r) noexcept {
+  if (DeclineListener listen = g_decline_listener.load(std::memory_order_relaxed)) listen(c.backend->name(), node, r);
   const char* what = node.dnn ? op_name(node.op) : symbol_name(node.sym);
   const bool failure =
       r == hal::Reason::device_error || r == hal::Reason::out_of_memory || r == hal::Reason::internal_error;
@@ -856,6 +859,21 @@ bool start_executor(const config::Config& cfg) noexcept {
   if (ex->measured && std::find(cfg.backend.begin(), cfg.backend.end(), "auto") != cfg.backend.end())
     warm_up::start(ex->registry, ex->profile);
   return true;
+}
+
+bool executor_backend_ready(const std::string& name, std::string& why) noexcept {
+  Executor* ex = g_exec.load(std::memory_order_acquire);
+  if (!ex) return false;
+  if (ex->registry.get(name)) return true;
+  try {
+    why = ex->registry.why(name);
+  } catch (...) {
+  }
+  return false;
+}
+
+void set_decline_listener(DeclineListener listener) noexcept {
+  g_decline_listener.store(listener, std::memory_order_relaxed);
 }
 
 bool executor_active() noexcept {

@@ -3,6 +3,8 @@
 // between the frontends' submit() and the backends, without touching either.
 #pragma once
 
+#include <string>
+
 #include "capture/blas/blas.hpp"
 #include "capture/capture.hpp"
 #include "hal/router.hpp"
@@ -21,6 +23,15 @@ bool executor_active() noexcept;
 // name of what ran it ("native", a backend's name, or "invalid" for a call the argument checks
 // rejected, which was reported through the program's xerbla_ / cblas_xerbla).
 const char* execute(Node& node, NativeFn native) noexcept;
+
+// Whether the executor's backend of this name can run nodes (initialising it, as a first node
+// would); `why` says why not.
+bool executor_backend_ready(const std::string& name, std::string& why) noexcept;
+
+// Told of each backend that declined or failed a node, the executor going on along its plan
+// (`sol replay` counts them per op). One listener per process; nullptr: none.
+using DeclineListener = void (*)(const char* backend, const Node& node, hal::Reason why) noexcept;
+void set_decline_listener(DeclineListener listener) noexcept;
 
 // Whether every call of `sym` goes to native under the current configuration (see
 // capture::always_native).

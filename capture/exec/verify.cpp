@@ -37,6 +37,14 @@ double epsilon(DType d) noexcept {
   return single(d) ? 1.1920929e-7 : 2.220446049250313e-16;
 }
 
+// The tolerance of a result of element type d that ends a sum `depth` terms long, relative to
+// the largest magnitude compared.
+double tolerance(DType d, double depth) noexcept {
+  return 64 * epsilon(d) * depth;
+}
+
+}  // namespace
+
 // How long the sums behind each output element are: rounding errors grow with it.
 double depth(const Node& node) noexcept {
   const BlasArgs& b = node.blas;
@@ -61,6 +69,8 @@ double depth(const Node& node) noexcept {
     default: return std::max({1.0, m, n});
   }
 }
+
+namespace {
 
 struct Diff {
   double max_abs = 0;  // largest |got - want|
@@ -210,7 +220,7 @@ void Snapshot::check(const Node& node, const char* backend, const char* against,
     return;
   }
   g_checked.fetch_add(1, std::memory_order_relaxed);
-  const double tolerance = 64 * epsilon(node.dtype) * depth(node);
+  const double tolerance = verify::tolerance(node.dtype, depth(node));
   for (const auto& c : copies_) {
     Diff d;
     const DType dt = (node.op == Op::dsdot || node.op == Op::sdsdot) ? DType::f32 : node.dtype;
@@ -265,12 +275,22 @@ void DnnSnapshot::check(const Node& node, const char* backend) noexcept {
     if (t.arg == dnn::Arg::workspace || t.desc.dtype != DType::f32) continue;
     Diff diff;
     compare_bytes(call.data[tensor_[c]], copies_[c].data(), copies_[c].size(), DType::f32, diff);
-    const double tolerance = 64 * epsilon(DType::f32) * dnn::depth(d, t);
+    const double tolerance = verify::tolerance(DType::f32, dnn::depth(d, t));
     if (diff.nan || diff.max_abs > tolerance * diff.scale) {
       record_dnn_mismatch(node, backend, dnn::arg_name(t.arg), diff, tolerance);
       return;
     }
   }
+}
+
+bool close_enough(const void* got, const void* want, size_t bytes, DType dtype, double depth) noexcept {
+  Diff d;
+  compare_bytes(got, want, bytes, dtype, d);
+  return !d.nan && d.max_abs <= tolerance(dtype, depth) * d.scale;
+}
+
+Totals totals() noexcept {
+  return Totals{g_checked.load(std::memory_order_relaxed), g_mismatches.load(std::memory_order_relaxed)};
 }
 
 void finish() noexcept {

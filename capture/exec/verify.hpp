@@ -48,6 +48,19 @@ class DnnSnapshot {
   std::vector<int> tensor_;  // the Desc tensor of each copy
 };
 
+// How long the sums behind a BLAS node's results are: verify's tolerance grows with it (a DNN
+// tensor's: dnn::depth).
+double depth(const Node& node) noexcept;
+// verify's judgement of one result: `got` against `want`, `bytes` of elements of type `dtype`
+// (real types, complex as their pairs of reals), each the end of a sum `depth` terms long.
+bool close_enough(const void* got, const void* want, size_t bytes, DType dtype, double depth) noexcept;
+
+// What verify has checked so far in this process, and how many of those differed.
+struct Totals {
+  uint64_t checked = 0, mismatches = 0;
+};
+Totals totals() noexcept;
+
 // The process's closing line, "sol: verify: N checked, M mismatches" (once, if anything ran).
 void finish() noexcept;
 

@@ -2,6 +2,7 @@
 #include "capture/ir/dnn.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace sol::capture::dnn {
 
@@ -127,6 +128,55 @@ bool covers(const TensorDesc& t) noexcept {
   const int64_t count = padded_elements(t.layout);
   return t.layout.offset0 == 0 && extent(t.layout) == count &&
          buffer_bytes(t) == static_cast<size_t>(count) * dtype_size(t.dtype);
+}
+
+namespace {
+uint64_t mix(uint64_t h, uint64_t v) noexcept {
+  return (h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2))) * 0xff51afd7ed558ccdull;
+}
+uint64_t bits(float f) noexcept {
+  const double d = f;
+  uint64_t u;
+  std::memcpy(&u, &d, sizeof u);
+  return u;
+}
+uint64_t layout_key(uint64_t h, const Tensor& x) noexcept {
+  const Layout& l = x.desc.layout;
+  h = mix(h, static_cast<uint64_t>(x.arg) | uint64_t{x.index} << 8 | static_cast<uint64_t>(x.desc.dtype) << 16 |
+                 static_cast<uint64_t>(l.ndims) << 24 | static_cast<uint64_t>(l.nblocks) << 32);
+  h = mix(mix(h, static_cast<uint64_t>(l.offset0)), x.desc.bytes);
+  for (int i = 0; i < l.ndims; ++i)
+    h = mix(mix(mix(h, static_cast<uint64_t>(l.dims[i])), static_cast<uint64_t>(l.padded[i])),
+            static_cast<uint64_t>(l.strides[i]));
+  for (int b = 0; b < l.nblocks; ++b)
+    h = mix(h, static_cast<uint64_t>(l.block[b]) << 8 | static_cast<uint8_t>(l.block_dim[b]));
+  return h;
+}
+}  // namespace
+
+uint64_t content_key(const Desc& d) noexcept {
+  uint64_t h = mix(0x736f6c2d646e6eull, static_cast<uint64_t>(d.kind) | static_cast<uint64_t>(d.prop) << 8 |
+                                           static_cast<uint64_t>(d.alg) << 16 | static_cast<uint64_t>(d.dtype) << 24 |
+                                           static_cast<uint64_t>(d.npost_ops) << 32 |
+                                           static_cast<uint64_t>(d.ntensors) << 40);
+  for (int64_t v : {static_cast<int64_t>(d.nsp), d.groups, static_cast<int64_t>(d.axis), d.group_size, d.local_size})
+    h = mix(h, static_cast<uint64_t>(v));
+  for (float f : {d.alpha, d.beta, d.k, d.epsilon, d.output_scale}) h = mix(h, bits(f));
+  h = mix(h, static_cast<uint64_t>(d.global_stats) | static_cast<uint64_t>(d.use_scale) << 1 |
+                 static_cast<uint64_t>(d.use_shift) << 2 | static_cast<uint64_t>(d.fuse_relu) << 3);
+  for (int i = 0; i < 3; ++i)
+    for (int64_t v : {d.kernel[i], d.stride[i], d.dilation[i], d.pad_l[i], d.pad_r[i]}) h = mix(h, static_cast<uint64_t>(v));
+  for (float s : d.sum_scales) h = mix(h, bits(s));
+  for (int i = 0; i < d.npost_ops; ++i) {
+    const PostOp& p = d.post_ops[i];
+    h = mix(h, static_cast<uint64_t>(p.kind) | static_cast<uint64_t>(p.alg) << 8 | static_cast<uint64_t>(p.sum_dtype) << 16);
+    h = mix(mix(mix(h, bits(p.scale)), bits(p.alpha)), bits(p.beta));
+  }
+  for (int i = 0; i < d.ntensors; ++i) h = layout_key(h, d.tensors[i]);
+  for (char c : d.shape) h = mix(h, static_cast<unsigned char>(c));
+  if (d.unsupported)
+    for (const char* c = d.unsupported; *c; ++c) h = mix(h, static_cast<unsigned char>(*c));
+  return h;
 }
 
 }  // namespace sol::capture::dnn

@@ -245,6 +245,11 @@ struct Desc {
   }
 };
 
+// What identifies a description: a hash of everything in it (kind, propagation, algorithm,
+// geometry, attributes, every tensor's layout, the frontend's text, the reason it is unsupported),
+// so that equal descriptions made apart (by two primitives, by two processes) have the same key.
+uint64_t content_key(const Desc& d) noexcept;
+
 class Call;
 
 // How the frontend runs a call natively with some tensors moved elsewhere: `data` has one

@@ -138,6 +138,10 @@ void before_host_access(const void* p, size_t n, bool host_writes, Cause cause) 
   errno = saved;
 }
 
+void sync(Cause cause) noexcept {
+  if (Holder* h = g_holder.load(std::memory_order_acquire)) h->flush(cause);
+}
+
 void at_exit() noexcept {
   if (!g_enabled.exchange(false, std::memory_order_acq_rel)) return;
   Holder* h = g_holder.load(std::memory_order_acquire);

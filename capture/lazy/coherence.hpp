@@ -82,6 +82,10 @@ inline void host_access(const void* p, size_t n, bool host_writes, hal::transfer
   if (any_guarded() && p && n) before_host_access(p, n, host_writes, cause);
 }
 
+// The host needs everything done (`sol replay` at the end of a pass): pending nodes run and every
+// result held only on the device is written back, whether or not its memory is touched next.
+void sync(hal::transfers::Cause cause) noexcept;
+
 // Process exit: flushes, then lifts every guard (nothing runs on the device after this).
 void at_exit() noexcept;
 

@@ -453,7 +453,10 @@ const ThreadState::ParamsEntry& params_text(ThreadState& t, const Node& node) {
 // The free observer (capture/alloc): a block the program gives back forgets what calls wrote in it,
 // so that the next owner of those addresses does not inherit their writers.
 void forget_freed(void* p, size_t bytes) noexcept {
-  if (State* s = g_state.load(std::memory_order_acquire)) s->dataflow.forget(p, bytes);
+  if (State* s = g_state.load(std::memory_order_acquire)) {
+    s->dataflow.forget(p, bytes);
+    s->graph.forget(p, bytes);
+  }
 }
 
 // pthread_atfork: the tables are locked across fork() so the child gets them consistent, then the
@@ -467,11 +470,13 @@ void before_fork() {
   s->json.lock_for_fork();  // a thread handing a block over holds its own lock, then this one
   // Last: a thread holding one of the locks above may free, and the free observer takes this one.
   s->dataflow.lock_for_fork();
+  s->graph.lock_for_fork();
 }
 
 void after_fork_parent() {
   State* s = g_state.load(std::memory_order_acquire);
   if (!s) return;
+  s->graph.unlock_in_parent();
   s->dataflow.unlock_in_parent();
   s->json.unlock_in_parent();
   for (ThreadState* t : s->threads) t->mu.unlock();
@@ -484,6 +489,7 @@ void after_fork_child() {
   if (!s) return;
   // First, before anything below frees: the observer of those frees takes the dataflow's lock.
   s->dataflow.reset_in_child();
+  s->graph.reset_in_child();
   alloc::add(forget_freed);  // the parent may have finished (and stopped observing) before fork
   s->json.reset_in_child();
   for (ThreadState* t : s->threads) t->mu.unlock();
@@ -543,6 +549,7 @@ bool start(const config::Config& cfg) noexcept {
     s->exclude = patterns(cfg.trace_exclude);
     s->depth = static_cast<int>(cfg.trace_depth);
     s->setup_depth = static_cast<int>(cfg.trace_setup_depth);
+    s->graph.configure(cfg);
     s->want_python = cfg.trace_python;
     for (const auto& b : cfg.backend) s->backend += (s->backend.empty() ? "" : ",") + b;
     s->argv = read_argv();
@@ -633,6 +640,7 @@ Span::Span(const Node& node) noexcept {
   }
   thread_ = t;
   on_ = true;
+  if (SOL_UNLIKELY(s->graph.saving())) s->graph.before(*s, node);  // the inputs, before it changes them
   t0_ = s->clock.now(t->clock);
 }
 
@@ -783,6 +791,7 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   } catch (...) {
   }
   if (ops.count) s->dataflow.record(sig_id, ops.ops, ops.count);
+  s->graph.after(*s, node, backend, seq, t->tid, ops.count && !node.dnn ? ops.ops : nullptr, ops.count);
   s->json.start_writer();  // when a full block found none (no lock held here)
   t_last = SpanRef{sig_id, seq, node.sym, sig->op.c_str(), true};
 }
@@ -891,6 +900,7 @@ void finish_process(const char* how) noexcept {
       t->out_used = 0;
     }
   }
+  s->graph.finish(*s, how);
   write_outputs(*s, how);  // closes trace.json too, with the stacks of its events
 }
 

@@ -17,6 +17,7 @@
 #include "common/clock.hpp"
 #include "capture/ir/node.hpp"
 #include "capture/trace/dataflow.hpp"
+#include "capture/trace/graph_writer.hpp"
 #include "capture/trace/hash_slots.hpp"
 #include "capture/trace/python_frames.hpp"
 #include "capture/trace/span_clock.hpp"
@@ -188,6 +189,7 @@ struct State {
   std::unordered_map<std::string, std::unique_ptr<ThreadOrigin>> origins;  // by their frames, joined
 
   Dataflow dataflow;
+  GraphWriter graph;  // the primitive graph, for sol replay
 
   // Device time (add_device_time): the device tracks of trace.json named already, and the
   // frontends' flushes of measurements still in flight (on_finish).

@@ -199,6 +199,7 @@ def test_a_cache_directory_is_created_private(tmp_path):
 PLANTED = {
     "trace.json": "trace", "trace.json.part": "trace", "summary.json": "trace", "summary.txt": "trace",
     "folded": "trace", "graph.dot": "trace", "verify.jsonl": "verify",
+    "graph.jsonl": "graph", "graph.jsonl.part": "graph", "graph.data": "graph",
 }
 
 
@@ -211,8 +212,8 @@ def test_a_link_planted_where_a_trace_file_goes_is_not_followed(name, tmp_path):
     victim.write_text("precious\n")
     env = {"HOME": str(tmp_path), "SOL_TRACE_DIR": str(traces)}
     where = traces  # where the file goes: a trace file in its run's directory (named here)
-    if PLANTED[name] == "trace":
-        program, env = SDOT, dict(env, SOL_TRACE="1", SOL_TRACE_RUN="t1")
+    if PLANTED[name] in ("trace", "graph"):
+        program, env = SDOT, dict(env, SOL_TRACE="1", SOL_TRACE_DATA="1", SOL_TRACE_RUN="t1")
         where = traces / "run-t1"
         where.mkdir()
     else:
@@ -229,12 +230,16 @@ def test_a_link_planted_where_a_trace_file_goes_is_not_followed(name, tmp_path):
     lines = sol_lines(r.stderr)
     if name.startswith("trace.json"):
         expect = "is a symbolic link; SOL does not write through one); tracing is off, the program runs on"
+    elif name == "graph.data":
+        expect = "is a symbolic link; SOL does not write through one); the graph goes on without it"
+    elif PLANTED[name] == "graph":
+        expect = "is a symbolic link; SOL does not write through one); the trace goes on without it"
     elif PLANTED[name] == "trace":
         expect = "could not write every trace file in %s" % where
     else:
         expect = "is a symbolic link; SOL does not write through one); mismatches are only counted"
     assert any(expect in l for l in lines), r.stderr
-    if name != "trace.json" and name != "trace.json.part" and PLANTED[name] == "trace":
+    if name != "trace.json" and name != "trace.json.part" and PLANTED[name] in ("trace", "graph"):
         (trace,) = where.glob("sol-*.trace.json")
         assert stat.S_IMODE(trace.lstat().st_mode) == 0o600  # it holds the command line
 
@@ -255,7 +260,7 @@ def test_trace_files_are_private(tmp_path):
     r = run([SDOT], env={"SOL_TRACE": "1", "SOL_TRACE_DIR": str(tmp_path)})
     assert r.returncode == 0, r.stderr
     files = list(tmp_path.glob("run-*/sol-*"))
-    assert len(files) == 5, files
+    assert len(files) == 6, files  # trace.json, summary.json and .txt, folded, graph.dot and .jsonl
     for f in files:
         assert stat.S_IMODE(f.stat().st_mode) == 0o600, f
 

@@ -65,7 +65,18 @@ struct TuneOptions {
   Format format = Format::text;
 };
 
+// sol replay RUN [options]
+struct ReplayOptions {
+  std::string run;         // a trace directory, one of its runs, or a graph file
+  std::string backend;     // a valid backend list, replayed after native; "": native only
+  size_t repeat = 1;       // passes over each graph; the fastest is reported
+  bool check = false;      // compare each node a backend ran with native (verify's tolerances)
+  bool lazy = true;        // SOL_LAZY for device backends
+  Format format = Format::text;
+};
+
 int cmd_run(const RunOptions& options);
+int cmd_replay(const ReplayOptions& options);
 int cmd_tune(const TuneOptions& options);
 int cmd_config(const ConfigOptions& options);
 int cmd_report(const ReportOptions& options);

@@ -329,6 +329,23 @@ int main(int argc, char** argv) {
   add_choice(tune_cmd, "--format", tune.format, {{"text", Format::text}, {"json", Format::json}},
              "text for people (the default) or json");
 
+  ReplayOptions replay;
+  CLI::App* replay_cmd = command("replay", "run a traced run's primitive graph again on SOL's backends, without the program",
+                                 [&] { return cmd_replay(replay); });
+  replay_cmd->footer("Native is the program's own libraries, opened here; each backend of LIST runs after it. docs/replay.md.");
+  replay_cmd->add_option("RUN", replay.run, "a trace directory, one of its runs, or a graph file")->required();
+  replay_cmd->add_option("--backend", replay.backend, "backends to replay on after native: a comma list")
+      ->check(kBackendList)
+      ->type_name("LIST");
+  replay_cmd->add_option("--repeat", replay.repeat, "passes over the graph; the fastest is reported (default 1)")
+      ->transform(kPositiveCount)
+      ->type_name("N");
+  replay_cmd->add_flag("--check", replay.check, "compare each node a backend ran with native (verify's tolerances)");
+  add_choice(replay_cmd, "--lazy", replay.lazy, {{"1", true}, {"0", false}},
+             "device backends defer nodes and keep data resident (1, the default) or run each at once (0)");
+  add_choice(replay_cmd, "--format", replay.format, {{"text", Format::text}, {"json", Format::json}},
+             "text for people (the default) or json");
+
   // Set last, so that the commands do not inherit it.
   app.footer(
       "'sol COMMAND --help' describes a command. Environment variables and the TOML file are described\n"

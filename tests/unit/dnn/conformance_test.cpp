@@ -7,8 +7,8 @@
 // forward pass runs on the native library and on the backend, and each backward pass reads the
 // workspace its own side produced.
 //
-// The suite runs for "reference" (which must take every case), and for "opencl" and "cuda" when
-// those backends initialise (a case they decline is skipped, with its reason).
+// The suite runs for "reference" and "onednn" (which must take every case), and for "opencl" and
+// "cuda" when those backends initialise (a case they decline is skipped, with its reason).
 #include <gtest/gtest.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -293,7 +293,7 @@ float element(const dnnl_memory_desc_t& m, const unsigned char* p, size_t i) {
 // Differences between the sides' outputs (the whole buffer: padding included), guard damage,
 // and inputs the backend changed. Empty when all is well.
 std::string compare(Execution& ex, const Case& c, const std::vector<int>& outputs,
-                    const std::map<int, std::vector<unsigned char>>& inputs_before) {
+                    const std::map<int, std::vector<unsigned char>>& inputs_before, bool exact) {
   std::string out;
   const double tol = tolerance(c);
   for (auto& [arg, buf] : ex.backend) {
@@ -307,6 +307,11 @@ std::string compare(Execution& ex, const Case& c, const std::vector<int>& output
     if (!contains(outputs, arg)) {
       if (std::memcmp(buf->bytes.data(), inputs_before.at(arg).data(), buf->bytes.size()))
         out += "input arg " + std::to_string(arg) + " was modified\n";
+      continue;
+    }
+    if (exact) {  // the same library made the same primitive: the same bytes, workspace included
+      if (std::memcmp(buf->data(), ex.native[arg]->data(), size))
+        out += "arg " + std::to_string(arg) + " differs from native's bytes\n";
       continue;
     }
     if (arg == DNNL_ARG_WORKSPACE) continue;  // each side's own format
@@ -897,6 +902,12 @@ void bind_frontend() {
 
 class Conformance : public testing::TestWithParam<std::tuple<std::string, int>> {};
 
+// The reference backend implements every case; the onednn backend makes every case's primitive
+// back from its node, with the same results as the program's own, bit for bit.
+bool must_take(const std::string& backend) {
+  return backend == "reference" || backend == "onednn";
+}
+
 TEST_P(Conformance, MatchesNative) {
   const auto& [backend_name, index] = GetParam();
   const Case& c = all_cases()[index];
@@ -904,7 +915,7 @@ TEST_P(Conformance, MatchesNative) {
   std::string why;
   hal::Backend* backend = backend_named(backend_name, why);
   if (!backend) {
-    ASSERT_NE(backend_name, "reference") << why;
+    ASSERT_FALSE(must_take(backend_name)) << why;
     GTEST_SKIP() << backend_name << " unavailable: " << why;
   }
   const unsigned seed = static_cast<unsigned>(std::hash<std::string>{}(c.name));
@@ -917,7 +928,7 @@ TEST_P(Conformance, MatchesNative) {
     prepare(fwd, c, {DNNL_ARG_DST, DNNL_ARG_WORKSPACE, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE}, nullptr, seed);
     ASSERT_EQ(run_native(fwd), "");
     const Reason r = run_backend(*backend, fwd, why);
-    if (r != Reason::ok && backend_name != "reference") GTEST_SKIP() << "forward declined: " << reason_string(r);
+    if (r != Reason::ok && !must_take(backend_name)) GTEST_SKIP() << "forward declined: " << reason_string(r);
     ASSERT_EQ(r, Reason::ok) << reason_string(r) << " " << why;
   }
 
@@ -929,10 +940,10 @@ TEST_P(Conformance, MatchesNative) {
   for (auto& [arg, buf] : ex.backend) before[arg] = buf->bytes;
   ASSERT_EQ(run_native(ex), "");
   const Reason r = run_backend(*backend, ex, why);
-  if (r != Reason::ok && backend_name != "reference" && r != Reason::internal_error && r != Reason::device_error)
+  if (r != Reason::ok && !must_take(backend_name) && r != Reason::internal_error && r != Reason::device_error)
     GTEST_SKIP() << backend_name << " declines: " << reason_string(r);
   ASSERT_EQ(r, Reason::ok) << reason_string(r) << " " << why;
-  EXPECT_EQ(compare(ex, c, c.outputs, before), "");
+  EXPECT_EQ(compare(ex, c, c.outputs, before, backend_name == "onednn"), "");
   dnnl_primitive_desc_destroy(ex.pd);
   if (fwd.pd) dnnl_primitive_desc_destroy(fwd.pd);
 }
@@ -952,6 +963,11 @@ INSTANTIATE_TEST_SUITE_P(Reference, Conformance,
                          case_name);
 INSTANTIATE_TEST_SUITE_P(Opencl, Conformance,
                          testing::Combine(testing::Values(std::string("opencl")), testing::ValuesIn(case_indices())),
+                         case_name);
+// oneDNN itself, its primitives made back from the nodes (backends/onednn/dnn.hpp): what `sol
+// replay` runs DNN nodes natively with.
+INSTANTIATE_TEST_SUITE_P(Onednn, Conformance,
+                         testing::Combine(testing::Values(std::string("onednn")), testing::ValuesIn(case_indices())),
                          case_name);
 // Run as a test of its own (dnn_conformance_cuda, label gpu): skipped without a CUDA device.
 INSTANTIATE_TEST_SUITE_P(Cuda, Conformance,
