@@ -4,6 +4,7 @@
 
 #include "capture/graph/format.hpp"
 #include "capture/ir/dnn.hpp"
+#include "capture/ir/symbols.hpp"
 
 namespace sol::capture::graph {
 namespace {
@@ -153,8 +154,12 @@ void dnn_desc(const dnn::Desc& d, Text& t) noexcept {
 
 }  // namespace
 
-const char* name_family(const Node&) noexcept {
-  return "lp64";
+// "lp64" for the plain names at 32-bit integers (what a replay calls); else "ilp64" for the plain
+// names bound to an ILP64 library, or the family's own name (docs/blas-families.md).
+const char* name_family(const Node& node) noexcept {
+  const Family f = symbol_family(node.sym);
+  if (f == Family::plain) return node.ilp64 ? "ilp64" : "lp64";
+  return family_name(f);
 }
 
 bool computes(const Node& node) noexcept {
