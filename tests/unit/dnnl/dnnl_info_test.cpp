@@ -1,9 +1,6 @@
 // capture::dnnl with real oneDNN primitives: descriptions checked against hand-computed strings,
 // flops and bytes, and every problem string against what oneDNN's own verbose mode prints for the
 // same execution.
-#include "capture/dnn/operands.hpp"
-#include "interpose/dnnl/dnnl.hpp"
-
 #include <gtest/gtest.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -18,43 +15,19 @@
 #include <thread>
 #include <vector>
 
+#include "capture/dnn/operands.hpp"
+#include "interpose/dnnl/dnnl.hpp"
+#include "onednn.hpp"
+
 namespace sol::interpose::dnnl {
 namespace {
 
 namespace blas = capture::blas;
 using capture::DnnlExec;
-
-dnnl_engine_t engine() {
-  static dnnl_engine_t e = [] {
-    dnnl_engine_t x = nullptr;
-    dnnl_engine_create(&x, dnnl_cpu, 0);
-    return x;
-  }();
-  return e;
-}
-
-dnnl_stream_t stream() {
-  static dnnl_stream_t s = [] {
-    dnnl_stream_t x = nullptr;
-    dnnl_stream_create(&x, engine(), dnnl_stream_default_flags);
-    return x;
-  }();
-  return s;
-}
-
-dnnl_memory_desc_t md(std::vector<dnnl_dim_t> dims, dnnl_format_tag_t tag, dnnl_data_type_t dt = dnnl_f32) {
-  dnnl_memory_desc_t m{};
-  EXPECT_EQ(dnnl_memory_desc_init_by_tag(&m, static_cast<int>(dims.size()), dims.data(), dt, tag),
-            dnnl_success);
-  return m;
-}
-
-dnnl_primitive_desc_t pd_of(const void* op_desc, const_dnnl_primitive_desc_t hint = nullptr,
-                            const_dnnl_primitive_attr_t attr = nullptr) {
-  dnnl_primitive_desc_t pd = nullptr;
-  EXPECT_EQ(dnnl_primitive_desc_create(&pd, op_desc, attr, engine(), hint), dnnl_success);
-  return pd;
-}
+using test::engine;  // the oneDNN fixtures (tests/unit/support/onednn.hpp)
+using test::md;
+using test::pd_of;
+using test::stream;
 
 // The problem token of a shape: the only one without '='.
 std::string problem_of(const std::string& shape) {
