@@ -77,7 +77,6 @@ extern template void scatter<float>(const Call&, Arg, const float*, const Epilog
 extern template void scatter<double>(const Call&, Arg, const double*, const Epilogue*) noexcept;
 
 // Eltwise math, exactly oneDNN 2.6's (src/common/math_utils.hpp), in float.
-bool has_backward(Alg a) noexcept;  // oneDNN defines a backward pass (round has none)
 float eltwise_fwd(Alg a, float s, float alpha, float beta) noexcept;
 // diff_src from diff_dst `dd` and `x`, which is src, or dst for the *_dst algorithms.
 float eltwise_bwd(Alg a, float dd, float x, float alpha, float beta) noexcept;
