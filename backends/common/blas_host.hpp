@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "backends/common/blas_args.hpp"
+#include "backends/common/device_operand.hpp"
 #include "capture/ir/node.hpp"
 
 namespace sol::backends {
@@ -68,14 +69,13 @@ void scale_columns(void* c, int64_t rows, int64_t cols, int64_t ld, int tri, con
 
 // Lazily (the device keeps an active resident set, backends/common/resident.hpp), work done on the
 // host needs the host's copies of the node's operands current, and writable where it writes (no
-// fault may happen under the backend's lock). `Operand` and the describe() that fills it are the
-// backend's (found by argument-dependent lookup); `Device` has resident().
-template <class Operand, int kMax, class Device>
+// fault may happen under the backend's lock). `Device` has resident().
+template <class Device>
 void make_host_current(Device& dev, const capture::Node& node) {
   auto* res = dev.resident();
   if (!res || !res->active()) return;
-  Operand ops[kMax];
-  const int n = describe(node, ops);
+  DeviceOperand ops[kMaxJobOperands];
+  const int n = describe_operands<DeviceOperand, kMaxJobOperands>(node, ops);
   for (int i = 0; i < n; ++i) res->host_ready(ops[i].ext.ptr, ops[i].ext.bytes, ops[i].ext.written);
 }
 

@@ -61,7 +61,7 @@ cublasDiagType_t cu_diag(char d) noexcept {
 // (backends/common/blas_host.hpp)
 
 void host_side(Device& dev, const Node& node) {
-  make_host_current<Operand, kMaxJobOperands>(dev, node);
+  make_host_current(dev, node);
 }
 
 // ------------------------------------------------------------------------- level 3
@@ -344,8 +344,8 @@ Reason blas_supports(const Device& dev, const Node& node) noexcept {
   // dimensions: operands are packed there).
   for (int64_t v : {b.m, b.n, b.k, b.kl, b.ku})
     if (!fits_int(v)) return Reason::too_large;
-  Operand ops[kMaxJobOperands];
-  const int count = describe(node, ops);
+  DeviceOperand ops[kMaxJobOperands];
+  const int count = describe_operands<DeviceOperand, kMaxJobOperands>(node, ops);
   for (int i = 0; i < count; ++i)
     if (!fits_int(ops[i].dld) || ops[i].device_bytes > dev.total_memory()) return Reason::too_large;
   return Reason::ok;

@@ -7,9 +7,6 @@
 #include <limits>
 #include <vector>
 
-#include "backends/cuda/transfer.hpp"
-#include "capture/blas/blas.hpp"
-
 namespace sol::backends::cuda {
 namespace {
 
@@ -156,24 +153,6 @@ bool measure_costs(Device& dev, Costs& out, std::string& why) {
   }
   out = c;
   return true;
-}
-
-double predict_seconds(const Costs& costs, const capture::Node& node, double flops) noexcept {
-  const bool single = node.dtype == capture::DType::f32 || node.dtype == capture::DType::c64;
-  const double rate = single ? costs.gemm_f32 : costs.gemm_f64;
-  if (rate <= 0 || costs.to_device <= 0 || costs.to_host <= 0 || costs.on_device <= 0) return -1;
-  Operand ops[kMaxJobOperands];
-  const int count = describe(node, ops);
-  double up = 0, down = 0, touched = 0;
-  for (int i = 0; i < count; ++i) {
-    if (ops[i].shape == Shape::host) continue;
-    const double bytes = static_cast<double>(ops[i].device_bytes);
-    if (ops[i].ext.read) up += bytes;
-    if (ops[i].ext.written) down += bytes;
-    touched += (ops[i].ext.read ? bytes : 0) + (ops[i].ext.written ? bytes : 0);
-  }
-  return costs.latency + up / costs.to_device + down / costs.to_host +
-         std::max(flops / rate, touched / costs.on_device);
 }
 
 }  // namespace sol::backends::cuda

@@ -91,7 +91,7 @@ cl_kernel our_kernel(Device& dev, Prec prec, Kernel which) {
 // (backends/common/blas_host.hpp)
 
 void host_side(Device& dev, const Node& node) {
-  make_host_current<Operand, kMaxJobOperands>(dev, node);
+  make_host_current(dev, node);
 }
 
 // ------------------------------------------------------------------------- level 3
@@ -609,8 +609,8 @@ Reason blas_supports(const Device& dev, const Node& node) noexcept {
 
   if (sequential_recurrence(node)) return Reason::stride_unsupported;
 
-  Operand ops[kMaxJobOperands];
-  const int count = describe(node, ops);
+  DeviceOperand ops[kMaxJobOperands];
+  const int count = describe_operands<DeviceOperand, kMaxJobOperands>(node, ops);
   for (int i = 0; i < count; ++i)
     if (ops[i].device_bytes > dev.max_alloc()) return Reason::too_large;
   return Reason::ok;

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "backends/opencl/clblast_programs.hpp"
-#include "backends/opencl/transfer.hpp"
 
 namespace sol::backends::opencl {
 namespace {
@@ -205,28 +204,6 @@ bool measure_costs(Device& device, Costs& out, std::string& why) {
   }
   out = c;
   return true;
-}
-
-double predict_seconds(const Costs& costs, const capture::Node& node, double flops) noexcept {
-  double rate = 0;
-  switch (node.dtype) {
-    case capture::DType::f32:
-    case capture::DType::c64: rate = costs.gemm_f32; break;
-    case capture::DType::f64:
-    case capture::DType::c128: rate = costs.gemm_f64; break;
-    default: break;
-  }
-  if (!(rate > 0)) return -1;
-  Operand ops[kMaxJobOperands];
-  const int count = describe(node, ops);
-  double up = 0, down = 0;
-  for (int i = 0; i < count; ++i) {
-    const double bytes = static_cast<double>(ops[i].device_bytes);
-    if (ops[i].ext.read) up += bytes;
-    if (ops[i].ext.written) down += bytes;
-  }
-  const double compute = std::max(std::max(flops, 0.0) / rate, (up + down) / costs.on_device);
-  return costs.latency + up / costs.to_device + down / costs.to_host + compute;
 }
 
 }  // namespace sol::backends::opencl

@@ -23,6 +23,13 @@ namespace sol::test {
 namespace {
 
 using namespace sol::backends::cuda;
+using backends::kMaxJobOperands;
+using backends::predict_seconds;
+using backends::Shape;
+
+int describe(const capture::Node& node, Operand* ops) {
+  return backends::describe_operands<Operand, kMaxJobOperands>(node, ops);
+}
 
 bool missing_library(const std::string& why) {
   return why.find("cannot open shared object file") != std::string::npos;
