@@ -13,6 +13,7 @@
 #include "backends/common/dnn_kinds.hpp"
 #include "backends/cuda/api.hpp"
 #include "backends/cuda/dnn_plan.hpp"
+#include "backends/cuda/resident.hpp"
 #include "backends/cuda/transfer.hpp"
 #include "capture/dnn/validate.hpp"
 #include "capture/ir/dnn.hpp"
@@ -1000,6 +1001,15 @@ Reason Dnn::supports(const capture::Node& node) const noexcept {
 }
 
 Reason Dnn::run(capture::Node& node) {
+  Resident* res = device_.resident();
+  const bool lazy = res && res->active();
+  if (lazy) res->settle();
+  const Reason r = run_eagerly(node);
+  if (r == Reason::ok && lazy) hal::transfers::flushed(hal::transfers::Cause::eager);
+  return r;
+}
+
+Reason Dnn::run_eagerly(capture::Node& node) {
   if (Reason r = supports(node); r != Reason::ok) return r;
   if (!lib_) {
     if (!open()) {

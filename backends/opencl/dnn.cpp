@@ -842,10 +842,6 @@ Dnn::Dnn(Device& device) : device_(device) {
   if (wrong && std::string_view(wrong) == "convolution") conv_bump_ = 1.f;
 }
 
-bool is_dnn_node(const capture::Node& node) noexcept {
-  return std::string_view(capture::op_family(node.op)) == "dnn";
-}
-
 Reason Dnn::supports(const capture::Node& node) const noexcept {
   return check(device_, node);
 }

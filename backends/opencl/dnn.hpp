@@ -34,9 +34,6 @@
 
 namespace sol::backends::opencl {
 
-// Whether the node is of the "dnn" family (those go to Dnn, the rest to blas.hpp).
-bool is_dnn_node(const capture::Node& node) noexcept;
-
 class Dnn {
  public:
   // Reads SOL_TEST_WRONG_KERNEL (see dnn.cpp).
