@@ -1,9 +1,9 @@
 // The hal::Backend of a device backend (opencl, cuda): everything they do alike, once. A device
 // backend is DeviceBackend<Spec> plus what only it knows (accelerator_hint(), runs_lazily()); Spec
-// gives its device and the few calls that differ, as static members (the start-up thread calls
-// them too, never the backend object):
+// gives its device and the few calls that differ, as static member functions or function pointers
+// (the start-up thread calls them too, never the backend object):
 //
-//   using Device    its device: description(), release_larger_than(bytes), set_resident(Resident*)
+//   using Device    its device: a DeviceBase (device_base.hpp) with release_larger_than(bytes)
 //   using Resident  its lazy executor's copies (backends/common/resident.hpp)
 //   using Dnn       its DNN nodes: Dnn(Device&), supports(node), run(node) (under the lock)
 //   kName, kApi     "opencl", "OpenCL": the backend's name (its messages' prefix) and the device's

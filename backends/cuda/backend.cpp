@@ -13,7 +13,6 @@
 
 #include "backends/common/device_backend.hpp"
 #include "backends/cuda/blas.hpp"
-#include "backends/cuda/cost.hpp"
 #include "backends/cuda/device.hpp"
 #if SOL_CUDA_CUDNN
 #include "backends/cuda/dnn.hpp"
@@ -149,19 +148,22 @@ struct CudaSpec {
   // A GPU, while its costs could be measured (or were never needed: an explicit threshold).
   static bool is_accelerator(const Device&) { return true; }
   static double min_flops(const config::Config& cfg) { return static_cast<double>(cfg.cuda_min_flops); }
-  // In the profile directory: keyed by the device (its slot included) and the driver and cuBLAS
-  // that the figures were measured with.
+  // In the profile directory (hal/profile.hpp: tune.dir, else $XDG_CACHE_HOME/sol, else
+  // ~/.cache/sol): keyed by the device (its slot included) and the driver and cuBLAS that the
+  // figures were measured with, so measured by the first process on a machine, or after a driver,
+  // cuBLAS or GPU change.
   static std::unique_ptr<CostCache> cost_cache(const config::Config& cfg, const Device& device) {
-    return std::make_unique<CostCache>(hal::profile::profile_dir(cfg), device.identity(), kCostCacheHeader);
+    return std::make_unique<CostCache>(hal::profile::profile_dir(cfg), device.identity(),
+                                       "sol cuda device costs v1");
   }
   // Its stream idle, nobody else using it.
-  static bool measure(Device& device, Costs& out, std::string& why) {
-    const bool ok = device.make_current() == cudaSuccess && measure_costs(device, out, why);
+  static bool measure(Device& device, DeviceCosts& out, std::string& why) {
+    const bool ok = device.make_current() == cudaSuccess && device.measure_costs(out, why);
     device.release_larger_than(kKeepDeviceBytes);
     if (!ok && why.empty()) why = "cudaSetDevice failed";
     return ok;
   }
-  static bool exiting() noexcept { return cuda::exiting(); }
+  static constexpr auto exiting = &cuda::exiting;
   // The runtime's current device is per thread, and the program may have chosen another.
   static hal::Reason ready(Device& device) noexcept {
     const cudaError_t err = device.make_current();
@@ -169,10 +171,8 @@ struct CudaSpec {
     SOL_LOG(debug, "cuda: cudaSetDevice failed: %s", error_text(device.rt(), err).c_str());
     return hal::Reason::device_error;
   }
-  static hal::Reason blas_supports(const Device& device, const capture::Node& node) noexcept {
-    return cuda::blas_supports(device, node);
-  }
-  static hal::Reason blas_run(Device& device, capture::Node& node) { return cuda::blas_run(device, node); }
+  static constexpr auto blas_supports = &cuda::blas_supports;
+  static constexpr auto blas_run = &cuda::blas_run;
   static std::unique_ptr<hal::DeviceMemory> memory(Device& device, std::mutex& mutex) {
     return std::make_unique<CudaMemory>(device, mutex);
   }

@@ -18,7 +18,6 @@
 
 #include "backends/common/device_backend.hpp"
 #include "backends/opencl/blas.hpp"
-#include "backends/opencl/cost.hpp"
 #include "backends/opencl/device.hpp"
 #include "backends/opencl/dnn.hpp"
 #include "backends/opencl/opencl.hpp"
@@ -183,17 +182,16 @@ struct OpenclSpec {
     const std::string key =
         device.identity() + '\n' + Inventory(cfg).key() + '\n' +
         sol::library_identity(reinterpret_cast<const void*>(device.clblast().SgemmWithTempBuffer));
-    return std::make_unique<CostCache>(trusted_cache_dir(cfg.opencl_cache_dir), key, kCostCacheHeader);
+    return std::make_unique<CostCache>(trusted_cache_dir(cfg.opencl_cache_dir), key,
+                                       "sol opencl device costs v1");
   }
-  static bool measure(Device& device, Costs& out, std::string& why) {
-    return measure_costs(device, out, why);
+  static bool measure(Device& device, DeviceCosts& out, std::string& why) {
+    return device.measure_costs(out, why);
   }
-  static bool exiting() noexcept { return process_exiting(); }
+  static constexpr auto exiting = &process_exiting;
   static hal::Reason ready(Device&) noexcept { return hal::Reason::ok; }
-  static hal::Reason blas_supports(const Device& device, const capture::Node& node) noexcept {
-    return opencl::blas_supports(device, node);
-  }
-  static hal::Reason blas_run(Device& device, capture::Node& node) { return opencl::blas_run(device, node); }
+  static constexpr auto blas_supports = &opencl::blas_supports;
+  static constexpr auto blas_run = &opencl::blas_run;
   static std::unique_ptr<hal::DeviceMemory> memory(Device& device, std::mutex& mutex) {
     return std::make_unique<ClMemory>(device, mutex);
   }

@@ -7,8 +7,9 @@
 #include <memory>
 #include <string>
 
+#include "backends/common/device_costs.hpp"
 #include "backends/cuda/api.hpp"
-#include "backends/cuda/cost.hpp"
+#include "backends/cuda/device.hpp"
 #include "backends/cuda/transfer.hpp"
 #include "capture/blas/blas.hpp"
 #include "config/config.hpp"
@@ -24,6 +25,7 @@ namespace {
 
 using namespace sol::backends::cuda;
 using backends::kMaxJobOperands;
+using Costs = backends::DeviceCosts;
 using backends::predict_seconds;
 using backends::Shape;
 
