@@ -79,11 +79,11 @@ void make_host_current(Device& dev, const capture::Node& node) {
   for (int i = 0; i < n; ++i) res->host_ready(ops[i].ext.ptr, ops[i].ext.bytes, ops[i].ext.written);
 }
 
-// What a level-3 node needs of the device, as the reference orders its quick returns.
+// What a node needs of the device, as the reference orders its quick returns.
 enum class HostCase : uint8_t {
   device,       // nothing here: the device computes it
   done,         // an empty problem, or alpha == 0 / k == 0 computed here
-  unsupported,  // not a level-3 op
+  unsupported,  // not an op of the level asked
 };
 
 // Level 3 (gemm, symm, hemm, syrk, herk, syr2k, her2k, trmm, trsm). `before_write()` runs before
@@ -167,6 +167,56 @@ bool level2_on_host(const capture::Node& node, BeforeWrite&& before_write) {
     case Op::gerc: return b.m == 0 || b.n == 0 || is_zero(b.alpha);
     default:  // syr, her, spr, hpr, syr2, her2, spr2, hpr2
       return b.n == 0 || is_zero(b.alpha);
+  }
+}
+
+// Level 1: the quick returns, with the function's result where it has one. The reference's asum
+// and iamax (3.11) return 0 for incx <= 0; nrm2 does not: it reads a negative increment from the
+// far end and counts x(1) n times for incx == 0, which the gathered vector reproduces. rotm's
+// flag -2 is the identity. Nothing is written to memory: no lazy copy needs to be current.
+template <class E>
+HostCase level1_on_host(capture::Node& node) {
+  using capture::Op;
+  using R = RealOf<E>;
+  const capture::BlasArgs& b = node.blas;
+  switch (node.op) {
+    case Op::asum:
+    case Op::nrm2:
+    case Op::iamax:
+      if (b.n <= 0 || (b.incx <= 0 && node.op != Op::nrm2)) {
+        if (node.op == Op::iamax)
+          node.ret.set(0);
+        else
+          node.ret.set(R(0));
+        return HostCase::done;
+      }
+      if (node.op == Op::iamax && b.n == 1) {
+        node.ret.set(1);
+        return HostCase::done;
+      }
+      return HostCase::device;
+    case Op::sdsdot:
+    case Op::dsdot:
+      if (b.n > 0) return HostCase::device;
+      if (node.op == Op::sdsdot)
+        node.ret.set(static_cast<float>(b.alpha.re));
+      else
+        node.ret.set(0.0);
+      return HostCase::done;
+    case Op::dot:
+    case Op::dotu:
+    case Op::dotc:
+      if (b.n > 0) return HostCase::device;
+      node.ret.set(E{});
+      return HostCase::done;
+    case Op::axpy: return b.n <= 0 || is_zero(b.alpha) ? HostCase::done : HostCase::device;
+    case Op::scal: return b.n <= 0 || b.incx <= 0 ? HostCase::done : HostCase::device;
+    case Op::rotm:
+      return b.n <= 0 || static_cast<const E*>(b.param)[0] + E(2) == E(0) ? HostCase::done : HostCase::device;
+    case Op::copy:
+    case Op::swap:
+    case Op::rot: return b.n <= 0 ? HostCase::done : HostCase::device;
+    default: return HostCase::unsupported;
   }
 }
 

@@ -201,49 +201,10 @@ Reason run_level1(Device& dev, Node& node) {
   const CublasApi& api = dev.blas();
   const int64_t n64 = b.n;
 
-  // Quick returns. The reference's asum and iamax (3.11) return 0 for incx <= 0; nrm2 does not:
-  // it reads a negative increment from the far end and counts x(1) n times for incx == 0, which
-  // the gathered vector reproduces.
-  switch (node.op) {
-    case Op::asum:
-    case Op::nrm2:
-    case Op::iamax:
-      if (n64 <= 0 || (b.incx <= 0 && node.op != Op::nrm2)) {
-        if (node.op == Op::iamax)
-          node.ret.set(0);
-        else
-          node.ret.set(R(0));
-        return Reason::ok;
-      }
-      if (node.op == Op::iamax && n64 == 1) {
-        node.ret.set(1);
-        return Reason::ok;
-      }
-      break;
-    case Op::dot:
-    case Op::dotu:
-    case Op::dotc:
-      if (n64 <= 0) {
-        node.ret.set(E{});
-        return Reason::ok;
-      }
-      break;
-    case Op::axpy:
-      if (n64 <= 0 || is_zero(b.alpha)) return Reason::ok;
-      break;
-    case Op::scal:
-      if (n64 <= 0 || b.incx <= 0) return Reason::ok;
-      break;
-    case Op::rotm:
-      // param(1) = flag; -2 is the identity.
-      if (n64 <= 0 || static_cast<const E*>(b.param)[0] + E(2) == E(0)) return Reason::ok;
-      break;
-    case Op::copy:
-    case Op::swap:
-    case Op::rot:
-      if (n64 <= 0) return Reason::ok;
-      break;
-    default: return Reason::op_unsupported;
+  switch (level1_on_host<E>(node)) {
+    case HostCase::done: return Reason::ok;
+    case HostCase::unsupported: return Reason::op_unsupported;
+    case HostCase::device: break;
   }
 
   Job job(dev, node);

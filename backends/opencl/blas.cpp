@@ -340,6 +340,55 @@ R nrm2_combine(R abig, R amed, R asml) {
   return scl * std::sqrt(sumsq);
 }
 
+// The function result of a reduction from the partial results of its `g` work-groups (`host`;
+// iamax's positions in `host2`).
+template <class E>
+void set_reduction_result(Node& node, const void* host, const void* host2, size_t g) {
+  using R = RealOf<E>;
+  switch (node.op) {
+    case Op::asum: {
+      const R* p = static_cast<const R*>(host);
+      R sum = 0;
+      for (size_t i = 0; i < g; ++i) sum += p[i];
+      node.ret.set(sum);
+      break;
+    }
+    case Op::nrm2: {
+      const R* p = static_cast<const R*>(host);
+      R big = 0, med = 0, sml = 0;
+      for (size_t i = 0; i < g; ++i) {
+        big += p[3 * i];
+        med += p[3 * i + 1];
+        sml += p[3 * i + 2];
+      }
+      node.ret.set(nrm2_combine(big, med, sml));
+      break;
+    }
+    case Op::iamax: {
+      const R* v = static_cast<const R*>(host);
+      const cl_long* at = static_cast<const cl_long*>(host2);
+      R best = v[0];
+      cl_long where = at[0];
+      for (size_t i = 1; i < g; ++i)
+        if (v[i] > best || (v[i] == best && at[i] < where)) {
+          best = v[i];
+          where = at[i];
+        }
+      node.ret.set(static_cast<int>(where + 1));
+      break;
+    }
+    default: {
+      const double* p = static_cast<const double*>(host);
+      double sum = node.op == Op::sdsdot ? static_cast<double>(static_cast<float>(node.blas.alpha.re)) : 0.0;
+      for (size_t i = 0; i < g; ++i) sum += p[i];
+      if (node.op == Op::sdsdot)
+        node.ret.set(static_cast<float>(sum));
+      else
+        node.ret.set(sum);
+    }
+  }
+}
+
 // asum, nrm2, iamax, sdsdot, dsdot: our reductions.
 template <class E>
 Reason run_reduction(Device& dev, Node& node) {
@@ -347,28 +396,6 @@ Reason run_reduction(Device& dev, Node& node) {
   const capture::BlasArgs& b = node.blas;
   const int64_t n = b.n;
   const bool dsdot = node.op == Op::sdsdot || node.op == Op::dsdot;
-  // Quick returns. The reference's asum and iamax (3.11) return 0 for incx <= 0; nrm2 does not:
-  // it reads a negative increment from the far end and counts x(1) n times for incx == 0,
-  // which the gathered vector reproduces.
-  if (dsdot && n <= 0) {
-    if (node.op == Op::sdsdot)
-      node.ret.set(static_cast<float>(b.alpha.re));
-    else
-      node.ret.set(0.0);
-    return Reason::ok;
-  }
-  if (!dsdot && (n <= 0 || (b.incx <= 0 && node.op != Op::nrm2))) {
-    if (node.op == Op::iamax)
-      node.ret.set(0);
-    else
-      node.ret.set(R(0));
-    return Reason::ok;
-  }
-  if (node.op == Op::iamax && n == 1) {
-    node.ret.set(1);
-    return Reason::ok;
-  }
-
   const Kernel which = node.op == Op::asum    ? Kernel::asum
                        : node.op == Op::nrm2  ? Kernel::nrm2
                        : node.op == Op::iamax ? Kernel::iamax
@@ -416,48 +443,7 @@ Reason run_reduction(Device& dev, Node& node) {
   if (Reason r = job.launch(k, g * l, l, capture::op_name(node.op)); r != Reason::ok) return r;
   if (Reason r = job.download(); r != Reason::ok) return r;
 
-  switch (node.op) {
-    case Op::asum: {
-      const R* p = static_cast<const R*>(host);
-      R sum = 0;
-      for (size_t i = 0; i < g; ++i) sum += p[i];
-      node.ret.set(sum);
-      break;
-    }
-    case Op::nrm2: {
-      const R* p = static_cast<const R*>(host);
-      R big = 0, med = 0, sml = 0;
-      for (size_t i = 0; i < g; ++i) {
-        big += p[3 * i];
-        med += p[3 * i + 1];
-        sml += p[3 * i + 2];
-      }
-      node.ret.set(nrm2_combine(big, med, sml));
-      break;
-    }
-    case Op::iamax: {
-      const R* v = static_cast<const R*>(host);
-      const cl_long* at = static_cast<const cl_long*>(host2);
-      R best = v[0];
-      cl_long where = at[0];
-      for (size_t i = 1; i < g; ++i)
-        if (v[i] > best || (v[i] == best && at[i] < where)) {
-          best = v[i];
-          where = at[i];
-        }
-      node.ret.set(static_cast<int>(where + 1));
-      break;
-    }
-    default: {
-      const double* p = static_cast<const double*>(host);
-      double sum = node.op == Op::sdsdot ? static_cast<double>(static_cast<float>(b.alpha.re)) : 0.0;
-      for (size_t i = 0; i < g; ++i) sum += p[i];
-      if (node.op == Op::sdsdot)
-        node.ret.set(static_cast<float>(sum));
-      else
-        node.ret.set(sum);
-    }
-  }
+  set_reduction_result<E>(node, host, host2, g);
   return Reason::ok;
 }
 
@@ -468,32 +454,18 @@ Reason run_level1(Device& dev, Node& node) {
   constexpr bool cx = kComplex<E>;
   const size_t n = static_cast<size_t>(std::max<int64_t>(b.n, 0));
 
+  switch (level1_on_host<E>(node)) {
+    case HostCase::done: return Reason::ok;
+    case HostCase::unsupported: return Reason::op_unsupported;
+    case HostCase::device: break;
+  }
   switch (node.op) {
     case Op::asum:
     case Op::nrm2:
     case Op::iamax:
     case Op::sdsdot:
     case Op::dsdot: return run_reduction<E>(dev, node);
-    case Op::dot:
-    case Op::dotu:
-    case Op::dotc:
-      if (b.n <= 0) {
-        node.ret.set(E{});
-        return Reason::ok;
-      }
-      break;
-    case Op::axpy:
-      if (b.n <= 0 || is_zero(b.alpha)) return Reason::ok;
-      break;
-    case Op::scal:
-      if (b.n <= 0 || b.incx <= 0) return Reason::ok;
-      break;
-    case Op::rotm:
-      // param(1) = flag; -2 is the identity.
-      if (b.n <= 0 || static_cast<const E*>(b.param)[0] + E(2) == E(0)) return Reason::ok;
-      break;
-    default:  // copy, swap, rot
-      if (b.n <= 0) return Reason::ok;
+    default: break;
   }
 
   Job job(dev, node);

@@ -554,6 +554,7 @@ void add_softmax_cases(std::vector<Case>& cases) {
     }
 }
 
+// binary, sum, concat, reorder.
 void add_misc_cases(std::vector<Case>& cases) {
   // binary: every algorithm, src1 broadcast per channel; one full-size case with post-ops.
   const std::pair<const char*, dnnl_alg_kind_t> bins[] = {
@@ -638,8 +639,10 @@ void add_misc_cases(std::vector<Case>& cases) {
   Case rc{"reorder_oscale_sum", reorder({3, 16, 2, 2}, dnnl_nchw, dnnl_nChw8c, dnnl_f32, ra), {}, {DNNL_ARG_DST}, 2};
   rc.dst_is_input = true;
   cases.push_back(rc);
+}
 
-  // shuffle, lrn, prelu, reduction
+// shuffle, lrn, prelu, reduction.
+void add_rare_cases(std::vector<Case>& cases) {
   auto shuffle = [](bool bwd, int axis, dnnl_dim_t group) {
     return [=]() -> dnnl_primitive_desc_t {
       const dnnl_memory_desc_t m = md({2, 12, 3, 4}, dnnl_nchw);
@@ -703,6 +706,7 @@ const std::vector<Case>& all_cases() {
     add_norm_cases(c);
     add_softmax_cases(c);
     add_misc_cases(c);
+    add_rare_cases(c);
     return c;
   }();
   return cases;
