@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "backends/common/blas_args.hpp"
 #include "backends/common/device_operand.hpp"
 #include "capture/ir/node.hpp"
+#include "hal/backend.hpp"
 
 namespace sol::backends {
 
@@ -79,12 +81,51 @@ void make_host_current(Device& dev, const capture::Node& node) {
   for (int i = 0; i < n; ++i) res->host_ready(ops[i].ext.ptr, ops[i].ext.bytes, ops[i].ext.written);
 }
 
+// What no device backend takes, whatever its device: a node that is not BLAS (not_blas), and the
+// scalar-only routines, which leave a device nothing to do (op_unsupported). ok otherwise.
+inline hal::Reason device_blas_op(const capture::Node& node) noexcept {
+  using capture::Op;
+  if (std::strncmp(capture::op_family(node.op), "blas", 4) != 0) return hal::Reason::not_blas;
+  switch (node.op) {
+    case Op::rotg:
+    case Op::rotmg:
+    case Op::cabs1: return hal::Reason::op_unsupported;
+    default: return hal::Reason::ok;
+  }
+}
+
+// The same for the operands' strides: a row-major call (the executor turns those into
+// column-major ones first) and a written vector at increment 0 (sequential_recurrence()) are
+// stride_unsupported.
+inline hal::Reason device_blas_strides(const capture::Node& node) noexcept {
+  if (node.blas.layout == 'R' || sequential_recurrence(node)) return hal::Reason::stride_unsupported;
+  return hal::Reason::ok;
+}
+
+// Runs a BLAS node by its element type E and level: `run(level, E{})` (1, 2 or 3) for f32, f64, c64
+// and c128; dtype_unsupported for any other type.
+template <class Run>
+hal::Reason run_by_type_and_level(const capture::Node& node, Run&& run) {
+  const int level = capture::op_family(node.op)[4] - '0';  // "blas1", "blas2", "blas3"
+  switch (node.dtype) {
+    case capture::DType::f32: return run(level, float{});
+    case capture::DType::f64: return run(level, double{});
+    case capture::DType::c64: return run(level, cfloat{});
+    case capture::DType::c128: return run(level, cdouble{});
+    default: return hal::Reason::dtype_unsupported;
+  }
+}
+
 // What a node needs of the device, as the reference orders its quick returns.
 enum class HostCase : uint8_t {
   device,       // nothing here: the device computes it
   done,         // an empty problem, or alpha == 0 / k == 0 computed here
   unsupported,  // not an op of the level asked
 };
+// What run() returns for a node that needs nothing of the device.
+inline hal::Reason host_reason(HostCase c) noexcept {
+  return c == HostCase::done ? hal::Reason::ok : hal::Reason::op_unsupported;
+}
 
 // Level 3 (gemm, symm, hemm, syrk, herk, syr2k, her2k, trmm, trsm). `before_write()` runs before
 // the host writes C (or B): a lazy backend makes the host's copy current there.
