@@ -58,17 +58,7 @@ TEST_F(Cuda, DeclinesWhatCublasLacks) {
 }
 
 TEST_F(Cuda, DeviceMemoryRoundTrip) {
-  hal::DeviceMemory* mem = backend_->memory();
-  ASSERT_NE(mem, nullptr);
-  std::vector<double> up(1000), down(1000);
-  for (size_t i = 0; i < up.size(); ++i) up[i] = 0.5 * static_cast<double>(i);
-  void* d = mem->alloc(up.size() * sizeof(double));
-  ASSERT_NE(d, nullptr);
-  EXPECT_TRUE(mem->copy_to_device(d, up.data(), up.size() * sizeof(double)));
-  EXPECT_TRUE(mem->copy_to_host(down.data(), d, down.size() * sizeof(double)));
-  EXPECT_TRUE(mem->sync());
-  mem->free(d);
-  EXPECT_EQ(up, down);
+  expect_device_memory_round_trip(*backend_);
 }
 
 TEST_F(Cuda, IsAnAcceleratorWithMeasuredCosts) {

@@ -65,4 +65,19 @@ inline void expect_routine_matches_reference(hal::Backend& backend, ReferenceBla
   }
 }
 
+// The backend's hal::DeviceMemory: 1000 doubles up and back, unchanged.
+inline void expect_device_memory_round_trip(hal::Backend& backend) {
+  hal::DeviceMemory* mem = backend.memory();
+  ASSERT_NE(mem, nullptr);
+  std::vector<double> up(1000), down(1000, 0.0);
+  for (size_t i = 0; i < up.size(); ++i) up[i] = 0.5 * static_cast<double>(i);
+  void* d = mem->alloc(up.size() * sizeof(double));
+  ASSERT_NE(d, nullptr);
+  EXPECT_TRUE(mem->copy_to_device(d, up.data(), up.size() * sizeof(double)));
+  EXPECT_TRUE(mem->copy_to_host(down.data(), d, down.size() * sizeof(double)));
+  EXPECT_TRUE(mem->sync());
+  mem->free(d);
+  EXPECT_EQ(up, down);
+}
+
 }  // namespace sol::test
