@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/common/dnn_kinds.hpp"
+#include "backends/common/dnn_workspace.hpp"
 #include "backends/opencl/resident.hpp"
 #include "backends/opencl/transfer.hpp"
 #include "capture/dnn/validate.hpp"
@@ -154,35 +155,19 @@ ClPool cl_pool(const Desc& d) {
 }
 
 // ------------------------------------------------------------------------------------ checks
-// Each kind's check beyond capture/dnn/validate.hpp's: the workspaces, in this backend's formats.
+// Each kind's check beyond capture/dnn/validate.hpp's: the workspaces, in SOL's formats
+// (backends/common/dnn_workspace.hpp).
 
 Reason check_pooling(const Desc& d) noexcept {
   if (Reason r = capture::dnn::check_pool_tensors(d); r != Reason::ok) return r;
   PoolGeometry g;
   capture::dnn::pool_geometry(d, g);
-  const TensorDesc* ws = d.desc(Arg::workspace);
-  if (d.alg == Alg::pool_max && d.prop == Prop::backward_data && !ws) return Reason::desc_invalid;
-  if (ws && d.alg == Alg::pool_max && d.prop != Prop::forward_inference) {
-    if (ws->dtype != DType::u8 && ws->dtype != DType::s32) return Reason::workspace_unsupported;
-    if (ws->dtype == DType::u8 && g.volume() > 256) return Reason::workspace_unsupported;
-    if (!same_dims(*ws, *d.desc(forward(d) ? Arg::dst : Arg::diff_dst))) return Reason::workspace_unsupported;
-  }
-  return Reason::ok;
-}
-
-// The fused ReLU's mask travels from forward_training to backward in the workspace.
-bool bnorm_mask(const Desc& d) {
-  return d.fuse_relu && (d.prop == Prop::forward_training || !forward(d));
+  return check_pool_workspace(d, g.volume());
 }
 
 Reason check_bnorm(const Desc& d) noexcept {
   if (Reason r = capture::dnn::check_bnorm_tensors(d); r != Reason::ok) return r;
-  if (bnorm_mask(d)) {
-    const TensorDesc* ws = d.desc(Arg::workspace);
-    if (!ws) return Reason::desc_invalid;
-    if (ws->bytes * 8 < static_cast<size_t>(d.desc(Arg::src)->layout.elements())) return Reason::workspace_unsupported;
-  }
-  return Reason::ok;
+  return check_bnorm_mask(d, d.desc(Arg::src)->layout.elements());
 }
 
 constexpr DnnKinds<DnnCheck> kChecks{

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/common/dnn_workspace.hpp"
 #include "backends/reference/dnn/detail.hpp"
 
 namespace sol::backends::reference::dnn {
@@ -87,16 +88,7 @@ Reason pooling_check(const Desc& d) noexcept {
   if (Reason r = capture::dnn::check_pool_tensors(d); r != Reason::ok) return r;
   Geo g;
   capture::dnn::pool_geometry(d, g);
-  const TensorDesc* ws = d.desc(Arg::workspace);
-  const bool needs_ws = d.alg == Alg::pool_max && d.prop == Prop::backward_data;
-  if (needs_ws && !ws) return Reason::desc_invalid;
-  if (ws && d.alg == Alg::pool_max && d.prop != Prop::forward_inference) {
-    if (ws->dtype != DType::u8 && ws->dtype != DType::s32) return Reason::workspace_unsupported;
-    if (ws->dtype == DType::u8 && g.volume() > 256) return Reason::workspace_unsupported;
-    const TensorDesc* y = d.desc(forward(d) ? Arg::dst : Arg::diff_dst);
-    if (!same_dims(*ws, *y)) return Reason::workspace_unsupported;
-  }
-  return Reason::ok;
+  return check_pool_workspace(d, g.volume());
 }
 
 void pooling_run(const Call& c) {
