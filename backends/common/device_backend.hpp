@@ -33,6 +33,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -212,7 +213,8 @@ class DeviceBackend : public hal::Backend {
 
  private:
   hal::Reason forked() const noexcept {
-    const std::string cause = std::string(Spec::kName) + ": fork";
+    char cause[32];  // "opencl: fork": one line per backend
+    std::snprintf(cause, sizeof cause, "%s: fork", Spec::kName);
     log::once(log::Level::info, cause, "%s: not used in a forked child (%s state does not survive fork)",
               Spec::kName, Spec::kApi);
     return hal::Reason::forked;
