@@ -21,8 +21,6 @@ using capture::dnn::addressable;
 using capture::dnn::count_sources;
 using capture::dnn::forward;
 using capture::dnn::same_dims;
-using capture::dnn::is_binary;
-using capture::dnn::is_eltwise;
 using capture::dnn::uses_dst;
 using capture::dnn::Arg;
 using capture::dnn::Call;
