@@ -30,6 +30,27 @@ inline bool is_left(char s) noexcept {
 inline bool is_unit(char d) noexcept {
   return upper_case(d) == 'U';
 }
+// A BLAS library's enums for the character arguments (cuBLAS's, CLBlast's), read as the reference
+// reads them.
+template <class Trans, class Uplo, class Side, class Diag>
+struct BlasEnums {
+  Trans no, transpose, conjugate;
+  Uplo upper, lower;
+  Side left, right;
+  Diag unit, non_unit;
+
+  Trans trans(char t, bool complex) const noexcept {
+    switch (upper_case(t)) {
+      case 'N': return no;
+      case 'T': return transpose;
+      default: return complex ? conjugate : transpose;  // 'C' on real data is 'T'
+    }
+  }
+  Uplo uplo(char u) const noexcept { return is_upper(u) ? upper : lower; }
+  Side side(char s) const noexcept { return is_left(s) ? left : right; }
+  Diag diag(char d) const noexcept { return is_unit(d) ? unit : non_unit; }
+};
+
 inline bool is_zero(const capture::Scalar& s) noexcept {
   return s.re == 0 && s.im == 0;
 }

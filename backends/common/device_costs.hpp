@@ -86,6 +86,11 @@ inline std::string figure(double v) {
 
 }  // namespace device_costs_detail
 
+// Seconds on the steady clock since t0, for a measurement.
+inline double seconds_since(std::chrono::steady_clock::time_point t0) noexcept {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // Every figure a usable device has: the only ones that may be 0 are those of f64.
 inline bool plausible(const DeviceCosts& c) noexcept {
   using device_costs_detail::positive;

@@ -1,8 +1,9 @@
 // A BLAS operand as a device backend moves it: its geometry (from capture::blas::operands(), in
-// column-major terms whatever the node's layout), the layout of its device copy, and the copies
+// column-major terms whatever the node's layout), the layout of its device copy, the copies
 // between the two (gather and scatter of strided vectors, packing of matrices to the rows the
-// routine references, the entries the reference never reads cleared). One copy for opencl and
-// cuda: a backend's Operand derives from DeviceOperand and adds its buffer.
+// routine references, the entries the reference never reads cleared), and what a node costs on a
+// device from its measured figures. One copy for opencl and cuda: a backend's operand derives from
+// DeviceOperand and adds its buffer (device_job.hpp).
 #pragma once
 
 #include <algorithm>
@@ -12,10 +13,9 @@
 #include <vector>
 
 #include "backends/common/blas_args.hpp"
+#include "backends/common/device_costs.hpp"
 #include "capture/blas/blas.hpp"
 #include "capture/ir/node.hpp"
-#include "hal/backend.hpp"
-#include "hal/transfers.hpp"
 
 namespace sol::backends {
 
@@ -90,6 +90,10 @@ inline void lay_out(DeviceOperand& o, const capture::blas::Operand& e, size_t es
   o.unit = e.unit;
   device_layout(o, es);
 }
+
+// A node has at most four memory operands on the device (gemm: a, b, c; rotm's param stays on
+// the host).
+inline constexpr int kMaxJobOperands = 4;
 
 // The memory operands of a valid column-major BLAS node, at most kMax, as a backend's Operand
 // (derived from DeviceOperand). Returns how many.
@@ -176,24 +180,37 @@ inline bool same_copy(const DeviceOperand& a, const DeviceOperand& b) noexcept {
          a.shift == b.shift && a.device_bytes == b.device_bytes;
 }
 
-// The operand's data in its device layout (gathered, packed, sanitised as an upload does): the
-// caller's memory itself where the layouts agree, else `stage`, filled.
-inline const void* device_image(const DeviceOperand& o, std::vector<unsigned char>& stage, size_t es) {
+// Whether an upload of `o` goes through a host image in its device layout (a gathered vector; a
+// triangle, band or diagonal of which the reference does not read everything, sanitised) rather
+// than straight from the caller's memory (a general matrix, packed by a 2-D copy where its leading
+// dimension exceeds its rows).
+inline bool needs_image(const DeviceOperand& o) noexcept {
+  return (o.shape == Shape::vector && o.inc != 1) || o.shape == Shape::triangle || o.shape == Shape::band ||
+         o.herm || o.unit;
+}
+
+// Fills `image` (o.device_bytes) with the operand's data in its device layout: gathered, packed to
+// the rows the routine references, every entry the reference does not read zero.
+inline void fill_image(const DeviceOperand& o, unsigned char* image, size_t es) noexcept {
   const auto* host = static_cast<const unsigned char*>(o.ext.ptr);
+  if (o.shape == Shape::vector) return gather(image, host, o.n, o.inc, es);
+  if (o.shape == Shape::packed) {
+    std::memcpy(image, host, o.device_bytes);
+  } else {
+    std::memset(image, 0, o.device_bytes);
+    copy_columns(o, image, host, true, es);
+  }
+  clear_diagonal(o, image, es);
+}
+
+// The operand's data in its device layout, as an upload makes it: the caller's memory itself
+// where the layouts agree, else `stage`, filled.
+inline const void* device_image(const DeviceOperand& o, std::vector<unsigned char>& stage, size_t es) {
   const bool packs = o.shape == Shape::general && o.ld != o.dld;
-  const bool gathers = o.shape == Shape::vector && o.inc != 1;
-  const bool sanitises = o.shape == Shape::triangle || o.shape == Shape::band || o.herm || o.unit;
-  if (!packs && !gathers && !sanitises) return host;
-  stage.assign(o.device_bytes, 0);
-  unsigned char* d = stage.data();
-  if (gathers)
-    gather(d, host, o.n, o.inc, es);
-  else if (o.shape == Shape::packed)
-    std::memcpy(d, host, o.device_bytes);
-  else
-    copy_columns(o, d, host, true, es);
-  if (sanitises) clear_diagonal(o, d, es);
-  return d;
+  if (!packs && !needs_image(o)) return o.ext.ptr;
+  stage.resize(o.device_bytes);
+  fill_image(o, stage.data(), es);
+  return stage.data();
 }
 
 // Stores the elements the routine writes from `staged` (device layout) into `host`, laid out as
@@ -211,50 +228,38 @@ inline void store_into(const DeviceOperand& o, unsigned char* host, unsigned cha
   }
 }
 
-// Lazily (a resident set, backends/common/resident.hpp), before a node's upload: why a result it
-// writes comes back at once (the node then waits), or nullptr when all of them may stay.
-template <class Resident, class Operand>
-const char* result_comes_back(Resident& res, const Operand* ops, int count) noexcept {
-  const char* why = nullptr;
-  for (int i = 0; i < count && !why; ++i)
-    if (ops[i].ext.written && ops[i].shape != Shape::host && ops[i].device_bytes > 0) why = res.comes_back(ops[i]);
-  return why;
-}
-
-// Lazily, one operand's upload in a node for which result_comes_back() said `waits`: bound to the
-// resident set's copy (found, or made to be kept; rotm's param, read on the host, made current
-// there too), or, in a node that waits, when the set neither holds nor could keep it, left to
-// move as eagerly (the operand's `slot`: the backend's slot buffer, written once the host's bytes
-// are current, which they are on return).
-template <class Resident, class Operand>
-hal::Reason bind_lazily(Resident& res, Operand& o, size_t es, const char* waits) {
-  const char* why = waits && o.shape != Shape::host && o.device_bytes > 0 ? res.comes_back(o) : nullptr;
-  if (!why) return res.bind(o, es);
-  res.host_ready(o.ext.ptr, o.ext.bytes, o.ext.written);
-  if (o.ext.written) hal::transfers::note_eager(why);
-  o.slot = true;
-  return hal::Reason::ok;
-}
-
-// Lazily, after an upload that moved some operands as eagerly (bind_lazily()): a copy made in
-// this node of memory that such an operand writes (C aliasing A) goes, since the host's bytes will
-// be the only current ones.
-template <class Resident, class Operand>
-void drop_copies_of_slots(Resident& res, const Operand* ops, int count) noexcept {
-  for (int i = 0; i < count; ++i)
-    if (ops[i].slot && ops[i].ext.written) res.host_ready(ops[i].ext.ptr, ops[i].ext.bytes, true);
-}
-
-// Lazily (a resident set, backends/common/resident.hpp): offers each result the node writes to
-// the resident set, which keeps it on the device (the operand's `kept`) or not. True when all of
-// them stay there, and none must come back now.
-template <class Resident, class Operand>
-bool keep_on_device(Resident& res, Operand* ops, int count) {
-  bool all = true;
-  for (int i = 0; i < count; ++i)
-    if (ops[i].ext.written && ops[i].shape != Shape::host && ops[i].device_bytes > 0)
-      all &= (ops[i].kept = res.keep(ops[i]));
-  return all;
+// The predicted seconds of a valid BLAS node of `flops` work (capture::blas::flops) on a device of
+// `costs`, its operands moved as above (packed to the referenced rows, an output that is not read
+// zero-filled on the device instead of uploaded):
+//
+//     latency + bytes up / to_device + bytes down / to_host
+//             + max(flops / GEMM rate of its precision, bytes read and written / on_device)
+//
+// The last term is a roofline: level 3 routines are bound by the rate, level 1 and 2 by device
+// memory. Complex types use the rate of their real type (flops count real operations). Kernel
+// launches beyond the first round trip are not counted: the model is optimistic for nodes of a
+// few microseconds. < 0 for a node it cannot tell (no rate for its type: f64 without fp64).
+inline double predict_seconds(const DeviceCosts& costs, const capture::Node& node, double flops) noexcept {
+  double rate = 0;
+  switch (node.dtype) {
+    case capture::DType::f32:
+    case capture::DType::c64: rate = costs.gemm_f32; break;
+    case capture::DType::f64:
+    case capture::DType::c128: rate = costs.gemm_f64; break;
+    default: break;
+  }
+  if (!(rate > 0) || !(costs.to_device > 0) || !(costs.to_host > 0) || !(costs.on_device > 0)) return -1;
+  DeviceOperand ops[kMaxJobOperands];
+  const int count = describe_operands<DeviceOperand, kMaxJobOperands>(node, ops);
+  double up = 0, down = 0;
+  for (int i = 0; i < count; ++i) {
+    if (ops[i].shape == Shape::host) continue;  // rotm's param: read on the host
+    const double bytes = static_cast<double>(ops[i].device_bytes);
+    if (ops[i].ext.read) up += bytes;
+    if (ops[i].ext.written) down += bytes;
+  }
+  const double compute = std::max(std::max(flops, 0.0) / rate, (up + down) / costs.on_device);
+  return costs.latency + up / costs.to_device + down / costs.to_host + compute;
 }
 
 }  // namespace sol::backends

@@ -10,8 +10,10 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <utility>
 
 #include "backends/common/device_costs.hpp"
+#include "common/log.hpp"
 #include "common/startup.hpp"
 #include "config/config.hpp"
 #include "hal/backend.hpp"
@@ -30,8 +32,51 @@ struct StartedDevice {
   std::string costs_why;  // costs_found == failed
 };
 
-// `Started` derives from StartedDevice<Device>, is built from the configuration and has
-// `void open(bool background, const std::atomic<bool>& stop)`, the start-up's work.
+// The start-up thread's work for a device backend's Spec (device_backend.hpp): the device opened,
+// warmed up, and under auto without an explicit threshold, for an accelerator, its costs from the
+// disk cache or measured. Only the thread warms up: a first call that opens the device itself
+// needs its own work only.
+template <class Spec>
+struct DeviceStarted : StartedDevice<typename Spec::Device> {
+  explicit DeviceStarted(const config::Config& c) : cfg(c) {}
+
+  void open(bool background, const std::atomic<bool>& stop) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::unique_ptr<typename Spec::Device> dev;
+    std::string reason, warmed;
+    bool opened = false;
+    try {
+      opened = Spec::open(cfg, dev, reason);
+      if (opened && background && !stop.load(std::memory_order_relaxed)) {
+        warmed = Spec::warm_up(*dev, stop);
+        if (Spec::is_accelerator(*dev) && Spec::min_flops(cfg) <= 0 && cfg.uses_auto() &&
+            !stop.load(std::memory_order_relaxed))
+          this->costs_found = find_costs_ahead(
+              Spec::kName, dev->description(), *Spec::cost_cache(cfg, *dev), this->costs, this->costs_why,
+              [&](DeviceCosts& out, std::string& why) { return Spec::measure(*dev, out, why); });
+      }
+    } catch (const std::bad_alloc&) {
+      opened = false;
+      reason = "out of memory while initialising";
+    } catch (...) {
+      opened = false;
+      reason = "unexpected error while initialising";
+    }
+    if (background && opened)
+      SOL_LOG(debug, "%s: device started ahead of the first call in %.1f ms%s", Spec::kName,
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+              warmed.c_str());
+    this->ok = opened;
+    this->device = std::move(dev);
+    this->why = std::move(reason);
+  }
+
+  const config::Config cfg;
+};
+
+// `Started` (DeviceStarted<Spec>) derives from StartedDevice<Device>, is built from the
+// configuration and has `void open(bool background, const std::atomic<bool>& stop)`, the
+// start-up's work.
 template <class Started>
 class DeviceStartup {
  public:

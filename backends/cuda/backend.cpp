@@ -1,31 +1,26 @@
-// hal::Backend for CUDA: lazy initialisation (the libraries are opened by the first node, never
-// at program start), capability checks, and serialised execution on the backend's own stream.
+// hal::Backend for CUDA: backends/common/device_backend.hpp's skeleton with the CUDA device (the
+// libraries are opened by the start-up or the first node, never at program start), its memory,
+// and whether a GPU may be here.
 #include <dirent.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <string>
 
-#include "backends/common/device_startup.hpp"
+#include "backends/common/device_backend.hpp"
 #include "backends/cuda/blas.hpp"
-#include "backends/cuda/cost.hpp"
 #include "backends/cuda/device.hpp"
 #if SOL_CUDA_CUDNN
 #include "backends/cuda/dnn.hpp"
 #endif
 #include "backends/cuda/resident.hpp"
-#include "capture/blas/blas.hpp"
-#include "capture/lazy/coherence.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
 #include "hal/profile.hpp"
-#include "hal/transfers.hpp"
 
 namespace sol::backends::cuda {
 namespace {
@@ -51,9 +46,9 @@ bool exiting() noexcept {
 
 // hal::DeviceMemory over cudaMalloc'd memory: the pointers are device pointers. Copies run on the
 // backend's stream and wait for it only.
-class CudaMemory final : public hal::DeviceMemory {
+class CudaMemory final : public LockedDeviceMemory {
  public:
-  CudaMemory(Device& device, std::mutex& mutex) : device_(device), mutex_(mutex) {}
+  CudaMemory(Device& device, std::mutex& mutex) : LockedDeviceMemory(mutex), device_(device) {}
 
   void* alloc(size_t bytes) noexcept override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -63,28 +58,22 @@ class CudaMemory final : public hal::DeviceMemory {
     return p;
   }
   void free(void* ptr) noexcept override {
-    if (!ptr || g_exiting.load(std::memory_order_acquire)) return;
+    if (!ptr || exiting()) return;
     std::lock_guard<std::mutex> lock(mutex_);
     device_.rt().cudaFree(ptr);
   }
-  bool copy_to_device(void* dst, const void* src, size_t bytes) noexcept override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!copy(dst, src, bytes, cudaMemcpyHostToDevice)) return false;
-    hal::transfers::to_device(bytes);
-    return true;
+
+ private:
+  bool upload(void* dst, const void* src, size_t bytes) noexcept override {
+    return copy(dst, src, bytes, cudaMemcpyHostToDevice);
   }
-  bool copy_to_host(void* dst, const void* src, size_t bytes) noexcept override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!copy(dst, src, bytes, cudaMemcpyDeviceToHost)) return false;
-    hal::transfers::to_host(bytes);
-    return true;
+  bool download(void* dst, const void* src, size_t bytes) noexcept override {
+    return copy(dst, src, bytes, cudaMemcpyDeviceToHost);
   }
-  bool sync() noexcept override {
-    std::lock_guard<std::mutex> lock(mutex_);
+  bool wait() noexcept override {
     return device_.rt().cudaStreamSynchronize(device_.stream()) == cudaSuccess;
   }
 
- private:
   bool copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) noexcept {
     const CudartApi& rt = device_.rt();
     return device_.make_current() == cudaSuccess &&
@@ -93,7 +82,6 @@ class CudaMemory final : public hal::DeviceMemory {
   }
 
   Device& device_;
-  std::mutex& mutex_;
 };
 
 // CUDA_VISIBLE_DEVICES hides every GPU (empty, or -1).
@@ -124,59 +112,83 @@ bool may_have_gpu() noexcept {
          (!gpus_hidden() && (::access("/dev/nvidiactl", F_OK) == 0 || ::access("/dev/dxg", F_OK) == 0));
 }
 
-// The device's measured costs on disk, in the profile directory: keyed by the device (its slot
-// included) and the driver and cuBLAS that the figures were measured with.
-std::unique_ptr<CostCache> cost_cache_for(const config::Config& cfg, const Device& device) {
-  return std::make_unique<CostCache>(hal::profile::profile_dir(cfg), device.identity(), kCostCacheHeader);
-}
+#if SOL_CUDA_CUDNN
+using DnnNodes = Dnn;
+#else
+// Built without cuDNN's headers (cudnn.h): DNN nodes are not run here.
+class DnnNodes {
+ public:
+  explicit DnnNodes(Device&) noexcept {}
+  hal::Reason supports(const capture::Node&) const noexcept { return hal::Reason::op_unsupported; }
+  hal::Reason run(capture::Node&) noexcept { return hal::Reason::op_unsupported; }
+};
+#endif
 
-constexpr size_t kKeepBytes = size_t{64} << 20;  // device buffers reused between calls, each
+// What the cuda backend plugs into DeviceBackend (backends/common/device_backend.hpp). Its
+// start-up on a thread of its own creates the CUDA context and cuBLAS and, under auto unless a
+// threshold is configured, finds the costs (0.3 s and 0.45 s to measure on an H200). Under auto it
+// begins once the first routed BLAS call has returned, and the router routes every call around
+// the backend until it is done: no call waits for the GPU to come up, and a process that never
+// calls BLAS creates no CUDA context.
+struct CudaSpec {
+  using Device = cuda::Device;
+  using Resident = cuda::Resident;
+  using Dnn = DnnNodes;
+  static constexpr const char* kName = "cuda";
+  static constexpr const char* kApi = "CUDA";
 
-// Measures the device's costs now (its stream idle, nobody else using it).
-bool measure_now(Device& device, Costs& out, std::string& why) {
-  const bool ok = device.make_current() == cudaSuccess && measure_costs(device, out, why);
-  device.release_larger_than(kKeepBytes);
-  if (!ok && why.empty()) why = "cudaSetDevice failed";
-  return ok;
-}
-
-// The device's start-up (the CUDA context, cuBLAS, and under auto unless a threshold is configured
-// the costs: 0.3 s and 0.45 s to measure on an H200), on a thread of its own
-// (backends/common/device_startup.hpp). Under auto it begins once the first routed BLAS call has
-// returned, and the router routes every call around the backend until it is done: no call waits
-// for the GPU to come up, and a process that never calls BLAS creates no CUDA context.
-struct Started : StartedDevice<Device> {
-  explicit Started(const config::Config& c) : cfg(c) {}
-  void open(bool background, const std::atomic<bool>& stop) {
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      auto dev = std::make_unique<Device>();
-      ok = dev->open(why);
-      if (!ok) return;
-      hook_exit();
-      if (background && cfg.cuda_min_flops <= 0 && cfg.uses_auto() && !stop.load(std::memory_order_relaxed))
-        costs_found = find_costs_ahead("cuda", dev->description(), *cost_cache_for(cfg, *dev), costs, costs_why,
-                                       [&](Costs& out, std::string& w) { return measure_now(*dev, out, w); });
-      device = std::move(dev);
-      if (background)
-        SOL_LOG(debug, "cuda: device started ahead of the first call in %.1f ms",
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    } catch (const std::bad_alloc&) {
-      ok = false;
-      why = "out of memory while initialising";
-    } catch (...) {
-      ok = false;
-      why = "unexpected error while initialising";
-    }
+  static bool open(const config::Config&, std::unique_ptr<Device>& out, std::string& why) {
+    auto device = std::make_unique<Device>();
+    if (!device->open(why)) return false;
+    hook_exit();
+    out = std::move(device);
+    return true;
   }
-
-  const config::Config cfg;
+  static std::string warm_up(Device&, const std::atomic<bool>&) { return ""; }
+  // A GPU, while its costs could be measured (or were never needed: an explicit threshold).
+  static bool is_accelerator(const Device&) { return true; }
+  static double min_flops(const config::Config& cfg) { return static_cast<double>(cfg.cuda_min_flops); }
+  // In the profile directory (hal/profile.hpp: tune.dir, else $XDG_CACHE_HOME/sol, else
+  // ~/.cache/sol): keyed by the device (its slot included) and the driver and cuBLAS that the
+  // figures were measured with, so measured by the first process on a machine, or after a driver,
+  // cuBLAS or GPU change.
+  static std::unique_ptr<CostCache> cost_cache(const config::Config& cfg, const Device& device) {
+    return std::make_unique<CostCache>(hal::profile::profile_dir(cfg), device.identity(),
+                                       "sol cuda device costs v1");
+  }
+  // Its stream idle, nobody else using it.
+  static bool measure(Device& device, DeviceCosts& out, std::string& why) {
+    const bool ok = device.make_current() == cudaSuccess && device.measure_costs(out, why);
+    device.release_larger_than(kKeepDeviceBytes);
+    if (!ok && why.empty()) why = "cudaSetDevice failed";
+    return ok;
+  }
+  static constexpr auto exiting = &cuda::exiting;
+  // The runtime's current device is per thread, and the program may have chosen another.
+  static hal::Reason ready(Device& device) noexcept {
+    const cudaError_t err = device.make_current();
+    if (err == cudaSuccess) return hal::Reason::ok;
+    SOL_LOG(debug, "cuda: cudaSetDevice failed: %s", error_text(device.rt(), err).c_str());
+    return hal::Reason::device_error;
+  }
+  static constexpr auto blas_supports = &cuda::blas_supports;
+  static constexpr auto blas_run = &cuda::blas_run;
+  static std::unique_ptr<hal::DeviceMemory> memory(Device& device, std::mutex& mutex) {
+    return std::make_unique<CudaMemory>(device, mutex);
+  }
+  // Not when its memory pool cannot be created: nodes then run eagerly.
+  static std::unique_ptr<Resident> resident(Device& device, std::mutex& mutex, const config::Config& cfg) {
+    auto resident = std::make_unique<Resident>(device, mutex, cfg, cuda::exiting);
+    if (std::string no; !resident->device().open(no)) {
+      log::write(log::Level::warn, "cuda: nodes run eagerly: %s", no.c_str());
+      return nullptr;
+    }
+    return resident;
+  }
 };
 
-class CudaBackend final : public hal::Backend {
+class CudaBackend final : public DeviceBackend<CudaSpec> {
  public:
-  const char* name() const noexcept override { return "cuda"; }
-  bool device_backend() const noexcept override { return true; }
   Hint accelerator_hint(const config::Config&) const noexcept override { return gpu_inventory(); }
   // Device copies kept between nodes (resident.hpp) unless SOL_LAZY=0; proven on a GPU by
   // scripts/gpu/cuda_backend.sh's lazy section and lapack_bench.sh's sol-cuda-lazy row. Not
@@ -184,169 +196,19 @@ class CudaBackend final : public hal::Backend {
   // large allocations) would start for nothing.
   bool runs_lazily() const noexcept override { return may_have_gpu(); }
 
-  // Starts the device on a thread of its own (see Started): once a library SOL intercepts is
-  // loaded when the configuration names cuda, at start_now() under auto.
-  void prepare(const config::Config& cfg, StartWhen when) noexcept override { startup_.prepare(cfg, when); }
-  void start_now() noexcept override { startup_.start_now(); }
-  bool starting() const noexcept override { return startup_.starting(); }
-
-  bool init(const config::Config& cfg, std::string& why) noexcept override {
-    try {
-      std::unique_ptr<Device> device;
-      if (startup_.started()) {
-        if (!startup_.take(device, why, "CUDA")) return false;
-      } else {
-        device = std::make_unique<Device>();
-        if (!device->open(why)) return false;
-        hook_exit();
-      }
-      device_ = std::move(device);
-      pid_ = ::getpid();
-      startup_.hand_costs(costs_, cost_cache_for(cfg, *device_), device_->description());
-      memory_ = std::make_unique<CudaMemory>(*device_, mutex_);
-#if SOL_CUDA_CUDNN
-      dnn_ = std::make_unique<Dnn>(*device_);
-#endif
-      min_flops_ = static_cast<double>(cfg.cuda_min_flops);
-      if (capture::lazy::enabled()) {
-        auto resident = std::make_unique<Resident>(*device_, mutex_, cfg, exiting);
-        if (std::string no; !resident->device().open(no)) {
-          log::write(log::Level::warn, "cuda: nodes run eagerly: %s", no.c_str());
-        } else {
-          resident_ = std::move(resident);
-          device_->set_resident(resident_.get());
-          capture::lazy::attach(resident_.get());
-          // Registered after the device's exit handler, so it runs first: pending results are
-          // written back while the device still works.
-          std::atexit([] { capture::lazy::at_exit(); });
-        }
-      }
-      return true;
-    } catch (const std::bad_alloc&) {
-      why = "out of memory while initialising";
-    } catch (...) {
-      why = "unexpected error while initialising";
-    }
-    return false;
-  }
-
   ~CudaBackend() override {
     // After exit() began the runtime may be gone: the device's objects go with the process.
-    if (g_exiting.load(std::memory_order_acquire) || ::getpid() != pid_) {
-      resident_.release();
-#if SOL_CUDA_CUDNN
-      dnn_.release();
-#endif
-      memory_.release();
-      device_.release();
-    }
+    if (exiting() || ::getpid() != pid()) abandon();
   }
-
-  std::string device() const override {
-    if (!device_) return "not initialised";
-    std::string d = device_->description();
-#if SOL_CUDA_CUDNN
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (std::string dnn = dnn_->describe(); !dnn.empty()) d += ", " + dnn;
-    }
-#endif
-    if (const Costs* c = costs(false)) return d + describe(*c);
-    if (costs_.failed()) d += ", not used under auto: measuring it failed: " + costs_.why();
-    return d;
-  }
-
-  // A GPU, while its costs could be measured (or were never needed: an explicit threshold).
-  bool accelerator() const noexcept override { return device_ && !costs_.failed(); }
-
-  // An explicit backends.cuda.min_flops, else the measured break-even size.
-  double min_flops() const noexcept override {
-    if (min_flops_ > 0) return min_flops_;
-    return accelerator() && costs(true) ? costs_.break_even() : 0;
-  }
-
-  double estimate_seconds(const capture::Node& node, double flops) const noexcept override {
-    if (!accelerator() || blas_supports(*device_, node) != Reason::ok) return -1;
-    const Costs* c = costs(min_flops_ <= 0);
-    return c ? predict_seconds(*c, node, flops) : -1;
-  }
-
-  Reason supports(const capture::Node& node) const noexcept override {
-    if (!device_) return Reason::unavailable;
-    if (std::strcmp(capture::op_family(node.op), "dnn") == 0) {
-#if SOL_CUDA_CUDNN
-      return dnn_->supports(node);
-#else
-      return Reason::op_unsupported;  // built without cuDNN's headers (cudnn.h)
-#endif
-    }
-    return blas_supports(*device_, node);
-  }
-
-  Reason run(capture::Node& node) noexcept override {
-    if (Reason r = supports(node); r != Reason::ok) return r;
-    // A CUDA context does not survive fork(): the child has none of the driver's state.
-    if (::getpid() != pid_) {
-      log::once(log::Level::info, "cuda: fork", "cuda: not used in a forked child (CUDA state does not survive fork)");
-      return Reason::forked;
-    }
-    if (g_exiting.load(std::memory_order_acquire)) return Reason::exiting;
-    ResidentLock lock(mutex_);
-    if (cudaError_t err = device_->make_current(); err != cudaSuccess) {
-      SOL_LOG(debug, "cuda: cudaSetDevice failed: %s", error_text(device_->rt(), err).c_str());
-      return Reason::device_error;
-    }
-    const bool lazy = resident_ && resident_->active();
-    if (lazy) hal::transfers::note_eager(nullptr);  // set again if this node cannot wait
-    Reason r;
-    try {
-#if SOL_CUDA_CUDNN
-      if (std::strcmp(capture::op_family(node.op), "dnn") == 0) {
-        // cuDNN nodes run eagerly on the host's memory: every result comes back and every copy
-        // goes first, so that they read current data and their writes meet open pages.
-        if (lazy) resident_->settle();
-        r = dnn_->run(node);
-        if (r == Reason::ok && lazy) hal::transfers::flushed(hal::transfers::Cause::eager);
-      } else
-#endif
-        r = blas_run(*device_, node);
-    } catch (const std::bad_alloc&) {
-      r = Reason::out_of_memory;
-    } catch (...) {
-      r = Reason::internal_error;
-    }
-    // Eagerly, each node is a flush of its own, which the executor leaves to the device backend
-    // to count; lazily, the Job says whether it waited.
-    if (r == Reason::ok && !lazy) hal::transfers::flushed(hal::transfers::Cause::eager);
-    device_->release_larger_than(kKeepBytes);
-    return r;
-  }
-
-  hal::DeviceMemory* memory() noexcept override { return memory_.get(); }
 
  private:
-  // The device's costs: known, else from the disk cache, else measured now when `may_measure`
-  // (never in a forked child, which has no CUDA state, nor once exit() began). Measuring holds the
-  // stream's lock: run() waits meanwhile.
-  const Costs* costs(bool may_measure) const noexcept {
-    if (!device_) return nullptr;
-    return costs_.get(may_measure && ::getpid() == pid_ && !g_exiting.load(std::memory_order_acquire), mutex_,
-                      device_->description(),
-                      [&](Costs& out, std::string& why) { return measure_now(*device_, out, why); });
-  }
-
-  DeviceStartup<Started> startup_;
-  std::unique_ptr<Device> device_;
-  std::unique_ptr<CudaMemory> memory_;
-  std::unique_ptr<Resident> resident_;  // lazily: the device copies kept between nodes (destroyed before device_)
 #if SOL_CUDA_CUDNN
-  std::unique_ptr<Dnn> dnn_;  // destroyed before device_
+  std::string describe_dnn() const override {
+    std::lock_guard<std::mutex> lock(mutex());
+    const std::string dnn = this->dnn()->describe();
+    return dnn.empty() ? "" : ", " + dnn;
+  }
 #endif
-  mutable std::mutex mutex_;  // one stream, one cuBLAS handle, one set of buffers: one call at a time
-  double min_flops_ = 0;      // backends.cuda.min_flops: an explicit threshold when > 0
-  pid_t pid_ = 0;
-
-  mutable KnownCosts costs_{"cuda"};  // written under mutex_
 };
 
 }  // namespace

@@ -40,28 +40,23 @@ const Cu<E>* cu(const E& v) {
   return reinterpret_cast<const Cu<E>*>(&v);
 }
 
-cublasOperation_t cu_trans(char t, bool complex) noexcept {
-  switch (upper_case(t)) {
-    case 'N': return CUBLAS_OP_N;
-    case 'T': return CUBLAS_OP_T;
-    default: return complex ? CUBLAS_OP_C : CUBLAS_OP_T;  // 'C' on real data is 'T'
-  }
-}
-cublasFillMode_t cu_uplo(char u) noexcept {
-  return is_upper(u) ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
-}
-cublasSideMode_t cu_side(char s) noexcept {
-  return is_left(s) ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
-}
-cublasDiagType_t cu_diag(char d) noexcept {
-  return is_unit(d) ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
-}
+constexpr BlasEnums<cublasOperation_t, cublasFillMode_t, cublasSideMode_t, cublasDiagType_t> kCu{
+    .no = CUBLAS_OP_N,
+    .transpose = CUBLAS_OP_T,
+    .conjugate = CUBLAS_OP_C,
+    .upper = CUBLAS_FILL_MODE_UPPER,
+    .lower = CUBLAS_FILL_MODE_LOWER,
+    .left = CUBLAS_SIDE_LEFT,
+    .right = CUBLAS_SIDE_RIGHT,
+    .unit = CUBLAS_DIAG_UNIT,
+    .non_unit = CUBLAS_DIAG_NON_UNIT,
+};
 
 // ------------------------------------------------------------------------- host-side cases
 // (backends/common/blas_host.hpp)
 
 void host_side(Device& dev, const Node& node) {
-  make_host_current<Operand, kMaxJobOperands>(dev, node);
+  make_host_current(dev, node);
 }
 
 // ------------------------------------------------------------------------- level 3
@@ -75,11 +70,8 @@ Reason run_level3(Device& dev, Node& node) {
   constexpr bool cx = kComplex<E>;
 
   // Quick returns and the alpha == 0 / k == 0 cases, as the reference orders them.
-  switch (level3_on_host<E>(node, [&] { host_side(dev, node); })) {
-    case HostCase::done: return Reason::ok;
-    case HostCase::unsupported: return Reason::op_unsupported;
-    case HostCase::device: break;
-  }
+  if (const HostCase c = level3_on_host<E>(node, [&] { host_side(dev, node); }); c != HostCase::device)
+    return host_reason(c);
 
   Job job(dev, node);
   if (Reason r = job.upload(); r != Reason::ok) return r;
@@ -88,7 +80,7 @@ Reason run_level3(Device& dev, Node& node) {
   const int lda = job.ld('a'), ldb = job.ld('b'), ldc = job.ld('c');
   const E alpha = host_scalar<E>(b.alpha), beta = host_scalar<E>(b.beta);
   const R ralpha = static_cast<R>(b.alpha.re), rbeta = static_cast<R>(b.beta.re);
-  const cublasOperation_t ta = cu_trans(b.transa, cx), tb = cu_trans(b.transb, cx);
+  const cublasOperation_t ta = kCu.trans(b.transa, cx), tb = kCu.trans(b.transb, cx);
   auto* A = static_cast<T*>(job.ptr('a'));
   auto* B = static_cast<T*>(job.ptr('b'));
   auto* C = static_cast<T*>(job.ptr('c'));
@@ -99,32 +91,34 @@ Reason run_level3(Device& dev, Node& node) {
       st = SOL_CUB(gemm)(h, ta, tb, m, n, k, cu(alpha), A, lda, B, ldb, cu(beta), C, ldc);
       break;
     case Op::symm:
-      st = SOL_CUB(symm)(h, cu_side(b.side), cu_uplo(b.uplo), m, n, cu(alpha), A, lda, B, ldb, cu(beta), C, ldc);
+      st = SOL_CUB(symm)(h, kCu.side(b.side), kCu.uplo(b.uplo), m, n, cu(alpha), A, lda, B, ldb, cu(beta), C,
+                         ldc);
       break;
     case Op::hemm:
-      st = SOL_CUB_SH(symm, hemm)(h, cu_side(b.side), cu_uplo(b.uplo), m, n, cu(alpha), A, lda, B, ldb, cu(beta),
-                                  C, ldc);
+      st = SOL_CUB_SH(symm, hemm)(h, kCu.side(b.side), kCu.uplo(b.uplo), m, n, cu(alpha), A, lda, B, ldb,
+                                  cu(beta), C, ldc);
       break;
     case Op::syrk:
-      st = SOL_CUB(syrk)(h, cu_uplo(b.uplo), ta, n, k, cu(alpha), A, lda, cu(beta), C, ldc);
+      st = SOL_CUB(syrk)(h, kCu.uplo(b.uplo), ta, n, k, cu(alpha), A, lda, cu(beta), C, ldc);
       break;
     case Op::herk:  // real alpha and beta
-      st = SOL_CUB_SH(syrk, herk)(h, cu_uplo(b.uplo), ta, n, k, &ralpha, A, lda, &rbeta, C, ldc);
+      st = SOL_CUB_SH(syrk, herk)(h, kCu.uplo(b.uplo), ta, n, k, &ralpha, A, lda, &rbeta, C, ldc);
       break;
     case Op::syr2k:
-      st = SOL_CUB(syr2k)(h, cu_uplo(b.uplo), ta, n, k, cu(alpha), A, lda, B, ldb, cu(beta), C, ldc);
+      st = SOL_CUB(syr2k)(h, kCu.uplo(b.uplo), ta, n, k, cu(alpha), A, lda, B, ldb, cu(beta), C, ldc);
       break;
     case Op::her2k:  // real beta
-      st = SOL_CUB_SH(syr2k, her2k)(h, cu_uplo(b.uplo), ta, n, k, cu(alpha), A, lda, B, ldb, &rbeta, C, ldc);
+      st = SOL_CUB_SH(syr2k, her2k)(h, kCu.uplo(b.uplo), ta, n, k, cu(alpha), A, lda, B, ldb, &rbeta, C, ldc);
       break;
     case Op::trmm:
       // cuBLAS's trmm is out of place (C = alpha op(A) B); B passed as C is the in-place BLAS
       // routine, which cuBLAS documents as supported.
-      st = SOL_CUB(trmm)(h, cu_side(b.side), cu_uplo(b.uplo), ta, cu_diag(b.diag), m, n, cu(alpha), A, lda, B, ldb,
-                         B, ldb);
+      st = SOL_CUB(trmm)(h, kCu.side(b.side), kCu.uplo(b.uplo), ta, kCu.diag(b.diag), m, n, cu(alpha), A, lda,
+                         B, ldb, B, ldb);
       break;
     default:  // trsm
-      st = SOL_CUB(trsm)(h, cu_side(b.side), cu_uplo(b.uplo), ta, cu_diag(b.diag), m, n, cu(alpha), A, lda, B, ldb);
+      st = SOL_CUB(trsm)(h, kCu.side(b.side), kCu.uplo(b.uplo), ta, kCu.diag(b.diag), m, n, cu(alpha), A, lda,
+                         B, ldb);
   }
   if (Reason r = job.check(st, capture::op_name(node.op)); r != Reason::ok) return r;
   return job.download();
@@ -149,9 +143,9 @@ Reason run_level2(Device& dev, Node& node) {
   const int lda = job.ld('a');
   const E alpha = host_scalar<E>(b.alpha), beta = host_scalar<E>(b.beta);
   const R ralpha = static_cast<R>(b.alpha.re);
-  const cublasOperation_t ta = cu_trans(b.transa, cx);
-  const cublasFillMode_t uplo = cu_uplo(b.uplo);
-  const cublasDiagType_t diag = cu_diag(b.diag);
+  const cublasOperation_t ta = kCu.trans(b.transa, cx);
+  const cublasFillMode_t uplo = kCu.uplo(b.uplo);
+  const cublasDiagType_t diag = kCu.diag(b.diag);
   auto* A = static_cast<T*>(job.ptr('a'));
   auto* x = static_cast<T*>(job.ptr('x'));
   auto* y = static_cast<T*>(job.ptr('y'));
@@ -201,50 +195,7 @@ Reason run_level1(Device& dev, Node& node) {
   const CublasApi& api = dev.blas();
   const int64_t n64 = b.n;
 
-  // Quick returns. The reference's asum and iamax (3.11) return 0 for incx <= 0; nrm2 does not:
-  // it reads a negative increment from the far end and counts x(1) n times for incx == 0, which
-  // the gathered vector reproduces.
-  switch (node.op) {
-    case Op::asum:
-    case Op::nrm2:
-    case Op::iamax:
-      if (n64 <= 0 || (b.incx <= 0 && node.op != Op::nrm2)) {
-        if (node.op == Op::iamax)
-          node.ret.set(0);
-        else
-          node.ret.set(R(0));
-        return Reason::ok;
-      }
-      if (node.op == Op::iamax && n64 == 1) {
-        node.ret.set(1);
-        return Reason::ok;
-      }
-      break;
-    case Op::dot:
-    case Op::dotu:
-    case Op::dotc:
-      if (n64 <= 0) {
-        node.ret.set(E{});
-        return Reason::ok;
-      }
-      break;
-    case Op::axpy:
-      if (n64 <= 0 || is_zero(b.alpha)) return Reason::ok;
-      break;
-    case Op::scal:
-      if (n64 <= 0 || b.incx <= 0) return Reason::ok;
-      break;
-    case Op::rotm:
-      // param(1) = flag; -2 is the identity.
-      if (n64 <= 0 || static_cast<const E*>(b.param)[0] + E(2) == E(0)) return Reason::ok;
-      break;
-    case Op::copy:
-    case Op::swap:
-    case Op::rot:
-      if (n64 <= 0) return Reason::ok;
-      break;
-    default: return Reason::op_unsupported;
-  }
+  if (const HostCase c = level1_on_host<E>(node); c != HostCase::device) return host_reason(c);
 
   Job job(dev, node);
   if (Reason r = job.upload(); r != Reason::ok) return r;
@@ -303,14 +254,6 @@ Reason run_level1(Device& dev, Node& node) {
   return Reason::ok;
 }
 
-template <class E>
-Reason run_typed(Device& dev, Node& node) {
-  const char* family = capture::op_family(node.op);
-  if (family[4] == '3') return run_level3<E>(dev, node);
-  if (family[4] == '2') return run_level2<E>(dev, node);
-  return run_level1<E>(dev, node);
-}
-
 bool fits_int(int64_t v) noexcept {
   return v >= INT_MIN && v <= INT_MAX;
 }
@@ -318,16 +261,8 @@ bool fits_int(int64_t v) noexcept {
 }  // namespace
 
 Reason blas_supports(const Device& dev, const Node& node) noexcept {
-  const char* family = capture::op_family(node.op);
-  if (std::strncmp(family, "blas", 4) != 0) return Reason::not_blas;
-  switch (node.op) {
-    case Op::rotg:  // scalar-only routines: nothing for a device to do
-    case Op::rotmg:
-    case Op::cabs1:
-    case Op::sdsdot:  // not in cuBLAS
-    case Op::dsdot: return Reason::op_unsupported;
-    default: break;
-  }
+  if (Reason r = device_blas_op(node); r != Reason::ok) return r;
+  if (node.op == Op::sdsdot || node.op == Op::dsdot) return Reason::op_unsupported;  // not in cuBLAS
   switch (node.dtype) {
     case DType::f32:
     case DType::f64:
@@ -336,29 +271,26 @@ Reason blas_supports(const Device& dev, const Node& node) noexcept {
     default: return Reason::dtype_unsupported;
   }
   if (node.op == Op::rotm && (node.dtype == DType::c64 || node.dtype == DType::c128)) return Reason::dtype_unsupported;
-  if (node.blas.layout == 'R') return Reason::stride_unsupported;  // the executor converts these first
-
-  if (sequential_recurrence(node)) return Reason::stride_unsupported;
+  if (Reason r = device_blas_strides(node); r != Reason::ok) return r;
   const capture::BlasArgs& b = node.blas;
   // cuBLAS's 32-bit interface: dimensions, and the leading dimensions on the device (at most the
   // dimensions: operands are packed there).
   for (int64_t v : {b.m, b.n, b.k, b.kl, b.ku})
     if (!fits_int(v)) return Reason::too_large;
-  Operand ops[kMaxJobOperands];
-  const int count = describe(node, ops);
+  DeviceOperand ops[kMaxJobOperands];
+  const int count = describe_operands<DeviceOperand, kMaxJobOperands>(node, ops);
   for (int i = 0; i < count; ++i)
     if (!fits_int(ops[i].dld) || ops[i].device_bytes > dev.total_memory()) return Reason::too_large;
   return Reason::ok;
 }
 
 Reason blas_run(Device& dev, Node& node) {
-  switch (node.dtype) {
-    case DType::f32: return run_typed<float>(dev, node);
-    case DType::f64: return run_typed<double>(dev, node);
-    case DType::c64: return run_typed<cfloat>(dev, node);
-    case DType::c128: return run_typed<cdouble>(dev, node);
-    default: return Reason::dtype_unsupported;
-  }
+  return run_by_type_and_level(node, [&](int level, auto e) {
+    using E = decltype(e);
+    return level == 3   ? run_level3<E>(dev, node)
+           : level == 2 ? run_level2<E>(dev, node)
+                        : run_level1<E>(dev, node);
+  });
 }
 
 }  // namespace sol::backends::cuda

@@ -1,5 +1,7 @@
-#include "backends/cuda/cost.hpp"
-
+// The cuda backend's measurement of its device (Device::measure_costs; the figures are
+// backends/common/device_costs.hpp's), from which auto predicts a BLAS node's time here
+// (backends/common/device_operand.hpp). Measured once per machine, on the start-up thread under
+// auto.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -7,13 +9,13 @@
 #include <limits>
 #include <vector>
 
-#include "backends/cuda/transfer.hpp"
-#include "capture/blas/blas.hpp"
+#include "backends/cuda/device.hpp"
 
 namespace sol::backends::cuda {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using Costs = DeviceCosts;
 
 // Large enough that a transfer's fixed cost is noise next to its bandwidth term.
 constexpr size_t kTransferBytes = size_t{32} << 20;
@@ -24,10 +26,6 @@ constexpr int kGemmFirstSize = 1024;
 constexpr int kGemmLastSize = 8192;
 constexpr double kGemmMinSeconds = 0.01;
 constexpr int kGemmRuns = 3;  // best of, after an untimed run at each size
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // A device allocation freed with its scope.
 class DeviceBuffer {
@@ -144,10 +142,10 @@ bool measure_gemm(Device& dev, double& rate, std::string& why) {
 
 }  // namespace
 
-bool measure_costs(Device& dev, Costs& out, std::string& why) {
+bool Device::measure_costs(DeviceCosts& out, std::string& why) {
   Costs c;
-  if (!measure_transfers(dev, c, why) || !measure_gemm<float>(dev, c.gemm_f32, why) ||
-      !measure_gemm<double>(dev, c.gemm_f64, why))
+  if (!measure_transfers(*this, c, why) || !measure_gemm<float>(*this, c.gemm_f32, why) ||
+      !measure_gemm<double>(*this, c.gemm_f64, why))
     return false;
   round_to_file_units(c);  // what a process reading them from the cache computes with
   if (!plausible(c) || !(c.gemm_f64 > 0)) {
@@ -156,24 +154,6 @@ bool measure_costs(Device& dev, Costs& out, std::string& why) {
   }
   out = c;
   return true;
-}
-
-double predict_seconds(const Costs& costs, const capture::Node& node, double flops) noexcept {
-  const bool single = node.dtype == capture::DType::f32 || node.dtype == capture::DType::c64;
-  const double rate = single ? costs.gemm_f32 : costs.gemm_f64;
-  if (rate <= 0 || costs.to_device <= 0 || costs.to_host <= 0 || costs.on_device <= 0) return -1;
-  Operand ops[kMaxJobOperands];
-  const int count = describe(node, ops);
-  double up = 0, down = 0, touched = 0;
-  for (int i = 0; i < count; ++i) {
-    if (ops[i].shape == Shape::host) continue;
-    const double bytes = static_cast<double>(ops[i].device_bytes);
-    if (ops[i].ext.read) up += bytes;
-    if (ops[i].ext.written) down += bytes;
-    touched += (ops[i].ext.read ? bytes : 0) + (ops[i].ext.written ? bytes : 0);
-  }
-  return costs.latency + up / costs.to_device + down / costs.to_host +
-         std::max(flops / rate, touched / costs.on_device);
 }
 
 }  // namespace sol::backends::cuda

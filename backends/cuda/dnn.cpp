@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/dnn_kinds.hpp"
 #include "backends/cuda/api.hpp"
 #include "backends/cuda/dnn_plan.hpp"
+#include "backends/cuda/resident.hpp"
 #include "backends/cuda/transfer.hpp"
 #include "capture/dnn/validate.hpp"
 #include "capture/ir/dnn.hpp"
@@ -90,6 +92,7 @@ class DnnJob {
   }
 
   const Desc& desc() const noexcept { return d_; }
+  const Call& call() const noexcept { return call_; }
   const CudnnApi& api() const noexcept { return api_; }
   cudnnHandle_t handle() const noexcept { return lib_.handle; }
   const CublasApi& blas() const noexcept { return dev_.blas(); }
@@ -846,8 +849,9 @@ std::vector<float> host_channels(const Call& call, Arg a) {
   return out;
 }
 
-void run_bnorm(DnnJob& job, const Call& call) {
+void run_bnorm(DnnJob& job) {
   const Desc& d = job.desc();
+  const Call& call = job.call();
   const CudnnApi& api = job.api();
   const Layout& xl = job.layout(Arg::src);
   const int64_t c = xl.dims[1], s = xl.elements() / (xl.dims[0] * c);
@@ -913,6 +917,20 @@ void run_bnorm(DnnJob& job, const Call& call) {
   if (params && job.has(Arg::diff_scale)) job.finish(Arg::diff_scale, dscale);
   if (params && job.has(Arg::diff_shift)) job.finish(Arg::diff_shift, dshift);
 }
+
+constexpr DnnKinds<void (*)(DnnJob&)> kRuns{
+    .conv = run_conv,
+    .ip = run_ip,
+    .matmul = run_matmul,
+    .eltwise = run_eltwise,
+    .pooling = run_pooling,
+    .bnorm = run_bnorm,
+    .softmax = run_softmax,
+    .binary = run_binary,
+    .sum = run_sum,
+    .concat = run_concat,
+    .reorder = run_reorder,
+};
 
 }  // namespace
 
@@ -983,6 +1001,15 @@ Reason Dnn::supports(const capture::Node& node) const noexcept {
 }
 
 Reason Dnn::run(capture::Node& node) {
+  Resident* res = device_.resident();
+  const bool lazy = res && res->active();
+  if (lazy) res->settle();
+  const Reason r = run_eagerly(node);
+  if (r == Reason::ok && lazy) hal::transfers::flushed(hal::transfers::Cause::eager);
+  return r;
+}
+
+Reason Dnn::run_eagerly(capture::Node& node) {
   if (Reason r = supports(node); r != Reason::ok) return r;
   if (!lib_) {
     if (!open()) {
@@ -992,24 +1019,10 @@ Reason Dnn::run(capture::Node& node) {
     }
     SOL_LOG(info, "cuda: DNN nodes on %s", describe().c_str());
   }
-  const Call& call = *node.dnn;
-  DnnJob job(device_, *lib_, call);
-  switch (node.op) {
-    case Op::convolution:
-    case Op::deconvolution: run_conv(job); break;
-    case Op::inner_product: run_ip(job); break;
-    case Op::matmul: run_matmul(job); break;
-    case Op::eltwise: run_eltwise(job); break;
-    case Op::pooling: run_pooling(job); break;
-    case Op::batch_normalization: run_bnorm(job, call); break;
-    case Op::softmax:
-    case Op::logsoftmax: run_softmax(job); break;
-    case Op::binary: run_binary(job); break;
-    case Op::sum: run_sum(job); break;
-    case Op::concat: run_concat(job); break;
-    case Op::reorder: run_reorder(job); break;
-    default: return Reason::op_unsupported;  // excluded by check()
-  }
+  const auto* run = kRuns.of(node.op);
+  if (!run) return Reason::op_unsupported;  // excluded by check()
+  DnnJob job(device_, *lib_, *node.dnn);
+  (*run)(job);
   return job.download();
 }
 

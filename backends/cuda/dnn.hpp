@@ -46,7 +46,9 @@ class Dnn {
 
   // Computes a node supports() accepted, under the backend's lock. Opens cuDNN the first time
   // (unavailable, logged once with the reason, when it cannot). Anything but Reason::ok means the
-  // caller's memory was not written. May throw std::bad_alloc.
+  // caller's memory was not written. May throw std::bad_alloc. Lazily, the node runs eagerly on
+  // the host's memory: every pending result comes back and every device copy goes first, so that
+  // it reads current data and its writes meet open pages; it is a flush of its own.
   hal::Reason run(capture::Node& node);
 
   // "cuDNN 9.19.0 (/usr/local/cuda/lib64/libcudnn.so.9)", why it could not be opened, or "" before
@@ -57,6 +59,7 @@ class Dnn {
 
  private:
   bool open();
+  hal::Reason run_eagerly(capture::Node& node);
 
   Device& device_;
   std::unique_ptr<Library> lib_;

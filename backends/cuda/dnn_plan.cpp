@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
-#include <string_view>
 
+#include "backends/common/dnn_kinds.hpp"
 #include "capture/dnn/validate.hpp"
 
 namespace sol::backends::cuda::dnn {
@@ -100,28 +100,22 @@ bool cudnn_addressable(const TensorDesc& t, const void* data) noexcept {
 
 // ---------------------------------------------------------------------------------- geometry
 
-// Spatial sizes of x, y and the kernel at cuDNN's positions (1-D: H = 1 before W), with padding
-// pad_l on both sides: cuDNN pads symmetrically. Asymmetric padding is taken when the window
-// positions are the same as with pad_l on both sides: the output size the symmetric padding
-// gives is y's (oneDNN's pad_r is then only what the last window does not reach past).
-Reason spatial(const Desc& d, const Layout& x, const Layout& y, int nsp, int* xs, int* ys, int* k, int* pad,
-               int* stride, int* dil, bool dilation_allowed) noexcept {
-  if (d.nsp < 1 || d.nsp > 3 || x.ndims != d.nsp + 2 || y.ndims != d.nsp + 2) return Reason::desc_invalid;
-  for (int a = 0; a < nsp; ++a) xs[a] = ys[a] = k[a] = stride[a] = dil[a] = 1, pad[a] = 0;
-  for (int i = 0; i < d.nsp; ++i) {
-    const int at = nsp - d.nsp + i;
-    const int64_t xv = x.dims[2 + i], yv = y.dims[2 + i], kv = d.kernel[i], sv = d.stride[i], dv = d.dilation[i],
-                  pl = d.pad_l[i], pr = d.pad_r[i];
-    if (kv < 1 || sv < 1 || dv < 1 || pl < 0 || pr < 0) return Reason::desc_invalid;
-    const int64_t span = (kv - 1) * dv + 1, room = xv + pl + pr - span;
-    if (room < 0 || room / sv + 1 != yv) return Reason::desc_invalid;
-    if (dv != 1 && !dilation_allowed) return Reason::geometry_unsupported;
-    const int64_t sym = xv + 2 * pl - span;
-    if (sym < 0 || sym / sv + 1 != yv) return Reason::geometry_unsupported;
-    for (int64_t v : {xv, yv, kv, sv, dv, pl})
+// The window (capture/dnn/validate.hpp) at cuDNN's positions: nsp of them (1-D: H = 1 before W),
+// padding pad_l on both sides, since cuDNN pads symmetrically. Asymmetric padding is taken where
+// the window positions are the same as with pad_l on both sides: the output size the symmetric
+// padding gives is y's (oneDNN's pad_r is then only what the last window does not reach past).
+Reason cudnn_window(const ir::Window& w, int nsp, int* xs, int* ys, int* k, int* pad, int* stride, int* dil,
+                    bool dilation_allowed) noexcept {
+  for (int a = 0; a < nsp; ++a) {
+    const int at = 3 - nsp + a;  // Window's dims are right-aligned in (D, H, W)
+    if (w.d[at] != 1 && !dilation_allowed) return Reason::geometry_unsupported;
+    const int64_t sym = w.x[at] + 2 * w.p[at] - ((w.k[at] - 1) * w.d[at] + 1);
+    if (sym < 0 || sym / w.s[at] + 1 != w.y[at]) return Reason::geometry_unsupported;
+    for (int64_t v : {w.x[at], w.y[at], w.k[at], w.s[at], w.d[at], w.p[at]})
       if (!fits_int(v)) return Reason::too_large;
-    xs[at] = static_cast<int>(xv), ys[at] = static_cast<int>(yv), k[at] = static_cast<int>(kv);
-    stride[at] = static_cast<int>(sv), dil[at] = static_cast<int>(dv), pad[at] = static_cast<int>(pl);
+    xs[a] = static_cast<int>(w.x[at]), ys[a] = static_cast<int>(w.y[at]), k[a] = static_cast<int>(w.k[at]);
+    stride[a] = static_cast<int>(w.s[at]), dil[a] = static_cast<int>(w.d[at]);
+    pad[a] = static_cast<int>(w.p[at]);
   }
   return Reason::ok;
 }
@@ -152,84 +146,30 @@ Reason check_post_op_support(const Desc& d) noexcept {
   return Reason::ok;
 }
 
-bool takes_attributes(const Desc& d) noexcept {
-  const bool fwd = d.prop == Prop::none || forward(d);
-  switch (d.kind) {
-    case Op::convolution:
-    case Op::deconvolution:
-    case Op::inner_product:
-    case Op::matmul:
-    case Op::eltwise:
-    case Op::pooling:
-    case Op::binary:
-    case Op::reorder: return fwd;
-    default: return false;
-  }
-}
-
-Reason check_attributes(const Desc& d) noexcept {
-  if (d.output_scale == 1 && d.npost_ops == 0) return Reason::ok;
-  if (!takes_attributes(d)) return Reason::attr_unsupported;
-  if (Reason r = capture::dnn::check_post_ops(d); r != Reason::ok) return r;
-  return check_post_op_support(d);
-}
-
 Reason check_ip(const Desc& d) noexcept {
-  if (d.prop != Prop::forward_training && d.prop != Prop::forward_inference && d.prop != Prop::backward_data &&
-      d.prop != Prop::backward_weights)
-    return Reason::prop_unsupported;
-  const bool bwd_data = d.prop == Prop::backward_data, bwd_w = d.prop == Prop::backward_weights;
-  const TensorDesc* x = d.desc(bwd_data ? Arg::diff_src : Arg::src);
-  const TensorDesc* w = d.desc(bwd_w ? Arg::diff_weights : Arg::weights);
-  const TensorDesc* y = d.desc(bwd_data || bwd_w ? Arg::diff_dst : Arg::dst);
-  if (!x || !w || !y) return Reason::desc_invalid;
-  const Layout &xl = x->layout, &wl = w->layout, &yl = y->layout;
-  if (xl.ndims < 2 || wl.ndims != xl.ndims || yl.ndims != 2) return Reason::desc_invalid;
-  int64_t k = 1;
-  for (int i = 1; i < xl.ndims; ++i) {
-    if (wl.dims[i] != xl.dims[i]) return Reason::desc_invalid;
-    k *= xl.dims[i];
-  }
-  if (yl.dims[0] != xl.dims[0] || yl.dims[1] != wl.dims[0]) return Reason::desc_invalid;
-  for (int64_t v : {xl.dims[0], wl.dims[0], k})
+  if (Reason r = ir::check_ip_tensors(d); r != Reason::ok) return r;
+  ir::IpGeometry g;
+  ir::ip_geometry(d, g);
+  for (int64_t v : {g.n, g.o, g.k})
     if (!fits_int(v)) return Reason::too_large;
-  const TensorDesc* b = d.desc(bwd_w ? Arg::diff_bias : Arg::bias);
-  if (b && (b->layout.ndims != 1 || b->layout.dims[0] != wl.dims[0])) return Reason::desc_invalid;
   return Reason::ok;
 }
 
 Reason check_matmul(const Desc& d) noexcept {
-  if (d.prop != Prop::none && !forward(d)) return Reason::prop_unsupported;
+  if (Reason r = ir::check_matmul_tensors(d); r != Reason::ok) return r;
   const TensorDesc *a = d.desc(Arg::src), *b = d.desc(Arg::weights), *y = d.desc(Arg::dst);
-  if (!a || !b || !y) return Reason::desc_invalid;
   const int nd = y->layout.ndims;
-  if (nd < 2 || a->layout.ndims != nd || b->layout.ndims != nd) return Reason::desc_invalid;
-  const int64_t *ad = a->layout.dims, *bd = b->layout.dims, *yd = y->layout.dims;
-  if (ad[nd - 2] != yd[nd - 2] || bd[nd - 1] != yd[nd - 1] || ad[nd - 1] != bd[nd - 2]) return Reason::desc_invalid;
-  for (int i = 0; i < nd - 2; ++i)
-    if ((ad[i] != yd[i] && ad[i] != 1) || (bd[i] != yd[i] && bd[i] != 1)) return Reason::desc_invalid;
+  const int64_t *ad = a->layout.dims, *yd = y->layout.dims;
   for (int64_t v : {yd[nd - 2], yd[nd - 1], ad[nd - 1], a->layout.elements(), b->layout.elements(), y->layout.elements()})
     if (!fits_int(v)) return Reason::too_large;
-  if (const TensorDesc* bias = d.desc(Arg::bias)) {
-    if (!capture::dnn::broadcasts_to(*bias, *y)) return Reason::desc_invalid;
-    if (nd > 5) return Reason::layout_unsupported;  // cudnnAddTensor: 5 dims
-  }
+  if (d.desc(Arg::bias) && nd > 5) return Reason::layout_unsupported;  // cudnnAddTensor: 5 dims
   return Reason::ok;
 }
 
 Reason check_eltwise(const Desc& d) noexcept {
-  if (!capture::dnn::is_eltwise(d.alg)) return Reason::desc_invalid;
+  if (Reason r = ir::check_eltwise_tensors(d); r != Reason::ok) return r;
   EltPlan e;
-  if (forward(d)) {
-    const TensorDesc *src = d.desc(Arg::src), *dst = d.desc(Arg::dst);
-    if (!src || !dst || !same_dims(*src, *dst)) return Reason::desc_invalid;
-    return plan_eltwise(d.alg, d.alpha, d.beta, false, e);
-  }
-  if (d.prop != Prop::backward_data) return Reason::prop_unsupported;
-  const TensorDesc *x = d.desc(capture::dnn::uses_dst(d.alg) ? Arg::dst : Arg::src), *dd = d.desc(Arg::diff_dst),
-                   *ds = d.desc(Arg::diff_src);
-  if (!x || !dd || !ds || !same_dims(*x, *dd) || !same_dims(*x, *ds)) return Reason::desc_invalid;
-  return plan_eltwise(d.alg, d.alpha, d.beta, true, e);
+  return plan_eltwise(d.alg, d.alpha, d.beta, !forward(d), e);
 }
 
 Reason check_bnorm(const Desc& d) noexcept {
@@ -249,17 +189,12 @@ Reason check_bnorm(const Desc& d) noexcept {
   return Reason::ok;
 }
 
-Reason check_softmax(const Desc& d) noexcept {
-  return ir::check_softmax_tensors(d);
-}
-
 Reason check_binary(const Desc& d) noexcept {
-  const TensorDesc *a = d.desc(Arg::src), *b = d.desc(Arg::src1), *y = d.desc(Arg::dst);
-  if (!capture::dnn::is_binary(d.alg) || !a || !b || !y) return Reason::desc_invalid;
-  if (!capture::dnn::broadcasts_to(*a, *y) || !capture::dnn::broadcasts_to(*b, *y)) return Reason::desc_invalid;
+  if (Reason r = ir::check_binary_tensors(d); r != Reason::ok) return r;
   BinPlan p;
   if (Reason r = plan_binary(d.alg, p); r != Reason::ok) return r;
   // cudnnOpTensor broadcasts its second operand only, over at most 5 dims.
+  const TensorDesc *a = d.desc(Arg::src), *y = d.desc(Arg::dst);
   if (!same_dims(*a, *y)) return Reason::geometry_unsupported;
   return y->layout.ndims <= 5 ? Reason::ok : Reason::layout_unsupported;
 }
@@ -269,38 +204,29 @@ Reason check_sum(const Desc& d) noexcept {
   return fits_int(d.desc(Arg::dst)->layout.elements()) ? Reason::ok : Reason::too_large;
 }
 
-Reason check_concat(const Desc& d) noexcept {
-  return ir::check_concat_tensors(d);
+Reason check_conv(const Desc& d) noexcept {
+  ConvPlan p;
+  return plan_conv(d, p);
 }
 
-Reason check_reorder(const Desc& d) noexcept {
-  return ir::check_reorder_tensors(d);
+Reason check_pooling(const Desc& d) noexcept {
+  PoolPlan p;
+  return plan_pool(d, p);
 }
 
-Reason check_kind(const Desc& d) noexcept {
-  switch (d.kind) {
-    case Op::convolution:
-    case Op::deconvolution: {
-      ConvPlan p;
-      return plan_conv(d, p);
-    }
-    case Op::inner_product: return check_ip(d);
-    case Op::matmul: return check_matmul(d);
-    case Op::eltwise: return check_eltwise(d);
-    case Op::pooling: {
-      PoolPlan p;
-      return plan_pool(d, p);
-    }
-    case Op::batch_normalization: return check_bnorm(d);
-    case Op::softmax:
-    case Op::logsoftmax: return check_softmax(d);
-    case Op::binary: return check_binary(d);
-    case Op::sum: return check_sum(d);
-    case Op::concat: return check_concat(d);
-    case Op::reorder: return check_reorder(d);
-    default: return Reason::op_unsupported;  // layer_normalization, lrn, shuffle, prelu, ...
-  }
-}
+constexpr DnnKinds<DnnCheck> kChecks{
+    .conv = check_conv,
+    .ip = check_ip,
+    .matmul = check_matmul,
+    .eltwise = check_eltwise,
+    .pooling = check_pooling,
+    .bnorm = check_bnorm,
+    .softmax = ir::check_softmax_tensors,
+    .binary = check_binary,
+    .sum = check_sum,
+    .concat = ir::check_concat_tensors,
+    .reorder = ir::check_reorder_tensors,
+};
 
 }  // namespace
 
@@ -330,63 +256,37 @@ bool plan_gather(const Layout& l, const int* perm, Gather& g) noexcept {
 
 Reason plan_conv(const Desc& d, ConvPlan& p) noexcept {
   p = ConvPlan{};
+  if (Reason r = ir::check_conv_tensors(d); r != Reason::ok) return r;
+  ir::ConvGeometry g;
+  ir::conv_geometry(d, g);
   const bool deconv = d.kind == Op::deconvolution;
   using Pass = ConvPlan::Pass;
   switch (d.prop) {
-    case Prop::forward_training:
-    case Prop::forward_inference:
-      p.pass = deconv ? Pass::backward_data : Pass::forward;
-      p.x = deconv ? Arg::dst : Arg::src, p.y = deconv ? Arg::src : Arg::dst, p.w = Arg::weights;
-      break;
-    case Prop::backward_data:
-      p.pass = deconv ? Pass::forward : Pass::backward_data;
-      p.x = deconv ? Arg::diff_dst : Arg::diff_src, p.y = deconv ? Arg::diff_src : Arg::diff_dst, p.w = Arg::weights;
-      break;
-    case Prop::backward_weights:
-      p.pass = Pass::backward_filter;
-      p.x = deconv ? Arg::diff_dst : Arg::src, p.y = deconv ? Arg::src : Arg::diff_dst, p.w = Arg::diff_weights;
-      break;
-    default: return Reason::prop_unsupported;
+    case Prop::backward_data: p.pass = deconv ? Pass::forward : Pass::backward_data; break;
+    case Prop::backward_weights: p.pass = Pass::backward_filter; break;
+    default: p.pass = deconv ? Pass::backward_data : Pass::forward; break;
   }
-  const TensorDesc *xt = d.desc(p.x), *yt = d.desc(p.y), *wt = d.desc(p.w);
-  if (!xt || !yt || !wt) return Reason::desc_invalid;
+  p.x = g.sides.x, p.y = g.sides.y, p.w = g.sides.w;
   p.nsp = d.nsp == 3 ? 3 : 2;
   int xs[3], ys[3], k[3];
-  if (Reason r = spatial(d, xt->layout, yt->layout, p.nsp, xs, ys, k, p.pad, p.stride, p.dilation, true);
-      r != Reason::ok)
+  if (Reason r = cudnn_window(g, p.nsp, xs, ys, k, p.pad, p.stride, p.dilation, true); r != Reason::ok)
     return r;
-  const Layout& wl = wt->layout;
-  const bool grouped = wl.ndims == d.nsp + 3;
-  if (!grouped && wl.ndims != d.nsp + 2) return Reason::desc_invalid;
-  const int w0 = grouped ? 1 : 0;
-  const int64_t g = grouped ? wl.dims[0] : 1;
-  // Per group: the convolution's output channels (y side) and input channels (x side).
-  const int64_t cy = wl.dims[w0 + (deconv ? 1 : 0)], cx = wl.dims[w0 + (deconv ? 0 : 1)];
-  const int64_t n = xt->layout.dims[0];
-  if (g != d.groups || g < 1 || yt->layout.dims[0] != n || xt->layout.dims[1] != g * cx ||
-      yt->layout.dims[1] != g * cy)
-    return Reason::desc_invalid;
-  for (int i = 0; i < d.nsp; ++i)
-    if (wl.dims[w0 + 2 + i] != d.kernel[i]) return Reason::desc_invalid;
-  for (int64_t v : {n, g, g * cx, g * cy})
+  for (int64_t v : {g.n, g.g, g.g * g.cx, g.g * g.cy})
     if (!fits_int(v)) return Reason::too_large;
-  p.groups = static_cast<int>(g);
-  p.xdims[0] = p.ydims[0] = static_cast<int>(n);
-  p.xdims[1] = static_cast<int>(g * cx);
-  p.ydims[1] = static_cast<int>(g * cy);
-  p.wdims[0] = static_cast<int>(g * cy);
-  p.wdims[1] = static_cast<int>(cx);
+  p.groups = static_cast<int>(g.g);
+  p.xdims[0] = p.ydims[0] = static_cast<int>(g.n);
+  p.xdims[1] = static_cast<int>(g.g * g.cx);
+  p.ydims[1] = static_cast<int>(g.g * g.cy);
+  p.wdims[0] = static_cast<int>(g.g * g.cy);
+  p.wdims[1] = static_cast<int>(g.cx);
   for (int a = 0; a < p.nsp; ++a) p.xdims[2 + a] = xs[a], p.ydims[2 + a] = ys[a], p.wdims[2 + a] = k[a];
   // A deconvolution's weights (G,) O, I, spatial are its convolution's (G,) I, O, spatial.
   p.transpose_w = deconv;
-  for (int i = 0; i < wl.ndims; ++i) p.wperm[i] = i;
+  const int w0 = g.grouped ? 1 : 0;
+  for (int i = 0; i < d.desc(p.w)->layout.ndims; ++i) p.wperm[i] = i;
   if (deconv) std::swap(p.wperm[w0], p.wperm[w0 + 1]);
-  const Arg bias = d.prop == Prop::backward_weights ? Arg::diff_bias : Arg::bias;
-  if (const TensorDesc* b = d.desc(bias)) {
-    const int64_t out_channels = deconv ? g * cx : g * cy;
-    if (b->layout.ndims != 1 || b->layout.dims[0] != out_channels) return Reason::desc_invalid;
-    p.bias_channels = static_cast<int>(out_channels);
-  }
+  if (d.desc(d.prop == Prop::backward_weights ? Arg::diff_bias : Arg::bias))
+    p.bias_channels = static_cast<int>(g.out_channels(deconv));
   return Reason::ok;
 }
 
@@ -402,19 +302,15 @@ Reason plan_pool(const Desc& d, PoolPlan& p) noexcept {
   // Max pooling trains with the positions of the maxima in a workspace of SOL's format, which
   // cuDNN does not produce (its backward pass recomputes them from x and y instead).
   if (d.alg == Alg::pool_max && d.prop != Prop::forward_inference) return Reason::workspace_unsupported;
-  const TensorDesc* xt = d.desc(forward(d) ? Arg::src : Arg::diff_src);
-  const TensorDesc* yt = d.desc(forward(d) ? Arg::dst : Arg::diff_dst);
-  if (!xt || !yt) return Reason::desc_invalid;
+  ir::PoolGeometry g;
+  if (!ir::pool_geometry(d, g)) return Reason::desc_invalid;
   p.nsp = d.nsp == 3 ? 3 : 2;
   int xs[3], ys[3], dil[3];
-  if (Reason r = spatial(d, xt->layout, yt->layout, p.nsp, xs, ys, p.window, p.pad, p.stride, dil, false);
-      r != Reason::ok)
+  if (Reason r = cudnn_window(g, p.nsp, xs, ys, p.window, p.pad, p.stride, dil, false); r != Reason::ok)
     return r;
-  const Layout &xl = xt->layout, &yl = yt->layout;
-  if (xl.dims[0] != yl.dims[0] || xl.dims[1] != yl.dims[1]) return Reason::desc_invalid;
-  if (!fits_int(xl.dims[0]) || !fits_int(xl.dims[1])) return Reason::too_large;
-  p.xdims[0] = p.ydims[0] = static_cast<int>(xl.dims[0]);
-  p.xdims[1] = p.ydims[1] = static_cast<int>(xl.dims[1]);
+  if (!fits_int(g.n) || !fits_int(g.c)) return Reason::too_large;
+  p.xdims[0] = p.ydims[0] = static_cast<int>(g.n);
+  p.xdims[1] = p.ydims[1] = static_cast<int>(g.c);
   for (int a = 0; a < p.nsp; ++a) p.xdims[2 + a] = xs[a], p.ydims[2 + a] = ys[a];
   return Reason::ok;
 }
@@ -473,13 +369,9 @@ Reason plan_binary(Alg alg, BinPlan& p) noexcept {
 }
 
 Reason check(const capture::Node& node, size_t device_memory) noexcept {
-  if (std::string_view(capture::op_family(node.op)) != "dnn") return Reason::op_unsupported;
+  if (Reason r = ir::check_node(node); r != Reason::ok) return r;
   const ir::Call* call = node.dnn;
-  // An unbound call (its memory did not match the description) has no data pointers to run on.
-  if (!call || !call->desc || call->unbound || call->desc->kind != node.op) return Reason::desc_invalid;
   const Desc& d = *call->desc;
-  if (d.unsupported) return Reason::desc_invalid;  // the frontend could not describe it fully
-  if (d.ntensors < 0 || d.ntensors > ir::kMaxTensors) return Reason::desc_invalid;
   size_t total = 0;
   for (int i = 0; i < d.ntensors; ++i) {
     const TensorDesc& t = d.tensors[i].desc;
@@ -495,8 +387,9 @@ Reason check(const capture::Node& node, size_t device_memory) noexcept {
     total += buffer_bytes(t) + static_cast<size_t>(padded_elements(t.layout)) * 2 * sizeof(float);
   }
   if (total > device_memory) return Reason::too_large;
-  if (Reason r = check_attributes(d); r != Reason::ok) return r;
-  return check_kind(d);
+  if (Reason r = check_dnn_attributes(d); r != Reason::ok) return r;
+  if (Reason r = check_post_op_support(d); r != Reason::ok) return r;
+  return check_dnn_kind(kChecks, d);
 }
 
 }  // namespace sol::backends::cuda::dnn

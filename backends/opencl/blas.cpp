@@ -62,22 +62,17 @@ RealOf<E> cl_real(const Scalar& s) {
 }
 
 constexpr CLBlastLayout kColMajor = CLBlastLayoutColMajor;
-CLBlastTranspose cl_trans(char t, bool complex) noexcept {
-  switch (upper_case(t)) {
-    case 'N': return CLBlastTransposeNo;
-    case 'T': return CLBlastTransposeYes;
-    default: return complex ? CLBlastTransposeConjugate : CLBlastTransposeYes;  // 'C' on real data is 'T'
-  }
-}
-CLBlastTriangle cl_uplo(char u) noexcept {
-  return is_upper(u) ? CLBlastTriangleUpper : CLBlastTriangleLower;
-}
-CLBlastSide cl_side(char s) noexcept {
-  return is_left(s) ? CLBlastSideLeft : CLBlastSideRight;
-}
-CLBlastDiagonal cl_diag(char d) noexcept {
-  return is_unit(d) ? CLBlastDiagonalUnit : CLBlastDiagonalNonUnit;
-}
+constexpr BlasEnums<CLBlastTranspose, CLBlastTriangle, CLBlastSide, CLBlastDiagonal> kCl{
+    .no = CLBlastTransposeNo,
+    .transpose = CLBlastTransposeYes,
+    .conjugate = CLBlastTransposeConjugate,
+    .upper = CLBlastTriangleUpper,
+    .lower = CLBlastTriangleLower,
+    .left = CLBlastSideLeft,
+    .right = CLBlastSideRight,
+    .unit = CLBlastDiagonalUnit,
+    .non_unit = CLBlastDiagonalNonUnit,
+};
 
 // One of our kernels, or nullptr (its program does not build: logged).
 cl_kernel our_kernel(Device& dev, Prec prec, Kernel which) {
@@ -91,7 +86,7 @@ cl_kernel our_kernel(Device& dev, Prec prec, Kernel which) {
 // (backends/common/blas_host.hpp)
 
 void host_side(Device& dev, const Node& node) {
-  make_host_current<Operand, kMaxJobOperands>(dev, node);
+  make_host_current(dev, node);
 }
 
 // ------------------------------------------------------------------------- level 3
@@ -103,11 +98,8 @@ Reason run_level3(Device& dev, Node& node) {
   constexpr bool cx = kComplex<E>;
 
   // Quick returns and the alpha == 0 / k == 0 cases, as the reference orders them.
-  switch (level3_on_host<E>(node, [&] { host_side(dev, node); })) {
-    case HostCase::done: return Reason::ok;
-    case HostCase::unsupported: return Reason::op_unsupported;
-    case HostCase::device: break;
-  }
+  if (const HostCase c = level3_on_host<E>(node, [&] { host_side(dev, node); }); c != HostCase::device)
+    return host_reason(c);
 
   Job job(dev, node);
   if (Reason r = job.upload(); r != Reason::ok) return r;
@@ -116,7 +108,7 @@ Reason run_level3(Device& dev, Node& node) {
   const size_t lda = job.ld('a'), ldb = job.ld('b'), ldc = job.ld('c');
   const auto alpha = cl_scalar<E>(b.alpha);
   const auto beta = cl_scalar<E>(b.beta);
-  const CLBlastTranspose ta = cl_trans(b.transa, cx), tb = cl_trans(b.transb, cx);
+  const CLBlastTranspose ta = kCl.trans(b.transa, cx), tb = kCl.trans(b.transb, cx);
   cl_event ev = nullptr;
   CLBlastStatusCode st = CLBlastSuccess;
 
@@ -133,35 +125,35 @@ Reason run_level3(Device& dev, Node& node) {
       break;
     }
     case Op::symm:
-      st = SOL_CLB(symm)(kColMajor, cl_side(b.side), cl_uplo(b.uplo), m, n, alpha, job.buf('a'), 0, lda,
+      st = SOL_CLB(symm)(kColMajor, kCl.side(b.side), kCl.uplo(b.uplo), m, n, alpha, job.buf('a'), 0, lda,
                          job.buf('b'), 0, ldb, beta, job.buf('c'), 0, ldc, q, &ev);
       break;
     case Op::hemm:
-      st = SOL_CLB_SH(symm, hemm)(kColMajor, cl_side(b.side), cl_uplo(b.uplo), m, n, alpha, job.buf('a'), 0,
+      st = SOL_CLB_SH(symm, hemm)(kColMajor, kCl.side(b.side), kCl.uplo(b.uplo), m, n, alpha, job.buf('a'), 0,
                                   lda, job.buf('b'), 0, ldb, beta, job.buf('c'), 0, ldc, q, &ev);
       break;
     case Op::syrk:
-      st = SOL_CLB(syrk)(kColMajor, cl_uplo(b.uplo), ta, n, k, alpha, job.buf('a'), 0, lda, beta,
+      st = SOL_CLB(syrk)(kColMajor, kCl.uplo(b.uplo), ta, n, k, alpha, job.buf('a'), 0, lda, beta,
                          job.buf('c'), 0, ldc, q, &ev);
       break;
     case Op::herk:  // real alpha and beta
-      st = SOL_CLB_SH(syrk, herk)(kColMajor, cl_uplo(b.uplo), ta, n, k, cl_real<E>(b.alpha), job.buf('a'), 0,
+      st = SOL_CLB_SH(syrk, herk)(kColMajor, kCl.uplo(b.uplo), ta, n, k, cl_real<E>(b.alpha), job.buf('a'), 0,
                                   lda, cl_real<E>(b.beta), job.buf('c'), 0, ldc, q, &ev);
       break;
     case Op::syr2k:
-      st = SOL_CLB(syr2k)(kColMajor, cl_uplo(b.uplo), ta, n, k, alpha, job.buf('a'), 0, lda, job.buf('b'), 0,
+      st = SOL_CLB(syr2k)(kColMajor, kCl.uplo(b.uplo), ta, n, k, alpha, job.buf('a'), 0, lda, job.buf('b'), 0,
                           ldb, beta, job.buf('c'), 0, ldc, q, &ev);
       break;
     case Op::her2k:  // real beta
-      st = SOL_CLB_SH(syr2k, her2k)(kColMajor, cl_uplo(b.uplo), ta, n, k, alpha, job.buf('a'), 0, lda,
+      st = SOL_CLB_SH(syr2k, her2k)(kColMajor, kCl.uplo(b.uplo), ta, n, k, alpha, job.buf('a'), 0, lda,
                                     job.buf('b'), 0, ldb, cl_real<E>(b.beta), job.buf('c'), 0, ldc, q, &ev);
       break;
     case Op::trmm:
-      st = SOL_CLB(trmm)(kColMajor, cl_side(b.side), cl_uplo(b.uplo), ta, cl_diag(b.diag), m, n, alpha,
+      st = SOL_CLB(trmm)(kColMajor, kCl.side(b.side), kCl.uplo(b.uplo), ta, kCl.diag(b.diag), m, n, alpha,
                          job.buf('a'), 0, lda, job.buf('b'), 0, ldb, q, &ev);
       break;
     default:  // trsm
-      st = SOL_CLB(trsm)(kColMajor, cl_side(b.side), cl_uplo(b.uplo), ta, cl_diag(b.diag), m, n, alpha,
+      st = SOL_CLB(trsm)(kColMajor, kCl.side(b.side), kCl.uplo(b.uplo), ta, kCl.diag(b.diag), m, n, alpha,
                          job.buf('a'), 0, lda, job.buf('b'), 0, ldb, q, &ev);
   }
   if (Reason r = job.clblast(st, ev, capture::op_name(node.op)); r != Reason::ok) return r;
@@ -227,9 +219,9 @@ Reason run_level2(Device& dev, Node& node) {
   const size_t lda = job.ld('a');
   const auto alpha = cl_scalar<E>(b.alpha);
   const auto beta = cl_scalar<E>(b.beta);
-  const CLBlastTranspose ta = cl_trans(b.transa, cx);
-  const CLBlastTriangle uplo = cl_uplo(b.uplo);
-  const CLBlastDiagonal diag = cl_diag(b.diag);
+  const CLBlastTranspose ta = kCl.trans(b.transa, cx);
+  const CLBlastTriangle uplo = kCl.uplo(b.uplo);
+  const CLBlastDiagonal diag = kCl.diag(b.diag);
   const cl_mem a = job.buf('a'), x = job.buf('x'), y = job.buf('y');
   cl_event ev = nullptr;
   CLBlastStatusCode st = CLBlastNotImplemented;
@@ -340,6 +332,55 @@ R nrm2_combine(R abig, R amed, R asml) {
   return scl * std::sqrt(sumsq);
 }
 
+// The function result of a reduction from the partial results of its `g` work-groups (`host`;
+// iamax's positions in `host2`).
+template <class E>
+void set_reduction_result(Node& node, const void* host, const void* host2, size_t g) {
+  using R = RealOf<E>;
+  switch (node.op) {
+    case Op::asum: {
+      const R* p = static_cast<const R*>(host);
+      R sum = 0;
+      for (size_t i = 0; i < g; ++i) sum += p[i];
+      node.ret.set(sum);
+      break;
+    }
+    case Op::nrm2: {
+      const R* p = static_cast<const R*>(host);
+      R big = 0, med = 0, sml = 0;
+      for (size_t i = 0; i < g; ++i) {
+        big += p[3 * i];
+        med += p[3 * i + 1];
+        sml += p[3 * i + 2];
+      }
+      node.ret.set(nrm2_combine(big, med, sml));
+      break;
+    }
+    case Op::iamax: {
+      const R* v = static_cast<const R*>(host);
+      const cl_long* at = static_cast<const cl_long*>(host2);
+      R best = v[0];
+      cl_long where = at[0];
+      for (size_t i = 1; i < g; ++i)
+        if (v[i] > best || (v[i] == best && at[i] < where)) {
+          best = v[i];
+          where = at[i];
+        }
+      node.ret.set(static_cast<int>(where + 1));
+      break;
+    }
+    default: {
+      const double* p = static_cast<const double*>(host);
+      double sum = node.op == Op::sdsdot ? static_cast<double>(static_cast<float>(node.blas.alpha.re)) : 0.0;
+      for (size_t i = 0; i < g; ++i) sum += p[i];
+      if (node.op == Op::sdsdot)
+        node.ret.set(static_cast<float>(sum));
+      else
+        node.ret.set(sum);
+    }
+  }
+}
+
 // asum, nrm2, iamax, sdsdot, dsdot: our reductions.
 template <class E>
 Reason run_reduction(Device& dev, Node& node) {
@@ -347,28 +388,6 @@ Reason run_reduction(Device& dev, Node& node) {
   const capture::BlasArgs& b = node.blas;
   const int64_t n = b.n;
   const bool dsdot = node.op == Op::sdsdot || node.op == Op::dsdot;
-  // Quick returns. The reference's asum and iamax (3.11) return 0 for incx <= 0; nrm2 does not:
-  // it reads a negative increment from the far end and counts x(1) n times for incx == 0,
-  // which the gathered vector reproduces.
-  if (dsdot && n <= 0) {
-    if (node.op == Op::sdsdot)
-      node.ret.set(static_cast<float>(b.alpha.re));
-    else
-      node.ret.set(0.0);
-    return Reason::ok;
-  }
-  if (!dsdot && (n <= 0 || (b.incx <= 0 && node.op != Op::nrm2))) {
-    if (node.op == Op::iamax)
-      node.ret.set(0);
-    else
-      node.ret.set(R(0));
-    return Reason::ok;
-  }
-  if (node.op == Op::iamax && n == 1) {
-    node.ret.set(1);
-    return Reason::ok;
-  }
-
   const Kernel which = node.op == Op::asum    ? Kernel::asum
                        : node.op == Op::nrm2  ? Kernel::nrm2
                        : node.op == Op::iamax ? Kernel::iamax
@@ -416,48 +435,7 @@ Reason run_reduction(Device& dev, Node& node) {
   if (Reason r = job.launch(k, g * l, l, capture::op_name(node.op)); r != Reason::ok) return r;
   if (Reason r = job.download(); r != Reason::ok) return r;
 
-  switch (node.op) {
-    case Op::asum: {
-      const R* p = static_cast<const R*>(host);
-      R sum = 0;
-      for (size_t i = 0; i < g; ++i) sum += p[i];
-      node.ret.set(sum);
-      break;
-    }
-    case Op::nrm2: {
-      const R* p = static_cast<const R*>(host);
-      R big = 0, med = 0, sml = 0;
-      for (size_t i = 0; i < g; ++i) {
-        big += p[3 * i];
-        med += p[3 * i + 1];
-        sml += p[3 * i + 2];
-      }
-      node.ret.set(nrm2_combine(big, med, sml));
-      break;
-    }
-    case Op::iamax: {
-      const R* v = static_cast<const R*>(host);
-      const cl_long* at = static_cast<const cl_long*>(host2);
-      R best = v[0];
-      cl_long where = at[0];
-      for (size_t i = 1; i < g; ++i)
-        if (v[i] > best || (v[i] == best && at[i] < where)) {
-          best = v[i];
-          where = at[i];
-        }
-      node.ret.set(static_cast<int>(where + 1));
-      break;
-    }
-    default: {
-      const double* p = static_cast<const double*>(host);
-      double sum = node.op == Op::sdsdot ? static_cast<double>(static_cast<float>(b.alpha.re)) : 0.0;
-      for (size_t i = 0; i < g; ++i) sum += p[i];
-      if (node.op == Op::sdsdot)
-        node.ret.set(static_cast<float>(sum));
-      else
-        node.ret.set(sum);
-    }
-  }
+  set_reduction_result<E>(node, host, host2, g);
   return Reason::ok;
 }
 
@@ -468,32 +446,14 @@ Reason run_level1(Device& dev, Node& node) {
   constexpr bool cx = kComplex<E>;
   const size_t n = static_cast<size_t>(std::max<int64_t>(b.n, 0));
 
+  if (const HostCase c = level1_on_host<E>(node); c != HostCase::device) return host_reason(c);
   switch (node.op) {
     case Op::asum:
     case Op::nrm2:
     case Op::iamax:
     case Op::sdsdot:
     case Op::dsdot: return run_reduction<E>(dev, node);
-    case Op::dot:
-    case Op::dotu:
-    case Op::dotc:
-      if (b.n <= 0) {
-        node.ret.set(E{});
-        return Reason::ok;
-      }
-      break;
-    case Op::axpy:
-      if (b.n <= 0 || is_zero(b.alpha)) return Reason::ok;
-      break;
-    case Op::scal:
-      if (b.n <= 0 || b.incx <= 0) return Reason::ok;
-      break;
-    case Op::rotm:
-      // param(1) = flag; -2 is the identity.
-      if (b.n <= 0 || static_cast<const E*>(b.param)[0] + E(2) == E(0)) return Reason::ok;
-      break;
-    default:  // copy, swap, rot
-      if (b.n <= 0) return Reason::ok;
+    default: break;
   }
 
   Job job(dev, node);
@@ -557,15 +517,6 @@ Reason run_level1(Device& dev, Node& node) {
   return Reason::ok;
 }
 
-template <class E>
-Reason run_typed(Device& dev, Node& node) {
-  const clblast_programs::Routine routine(kPrecLetter<E>, capture::op_name(node.op));
-  const char* family = capture::op_family(node.op);
-  if (family[4] == '3') return run_level3<E>(dev, node);
-  if (family[4] == '2') return run_level2<E>(dev, node);
-  return run_level1<E>(dev, node);
-}
-
 // A 1x1x1 product, which makes CLBlast build its GEMM program of E's precision (all its GEMM
 // kernels: one program per routine and precision, whatever the size). On uninitialised buffers:
 // C is not read (beta = 0) and nothing looks at the result.
@@ -587,14 +538,7 @@ void warm_gemm(Device& dev, cl_mem a, cl_mem b, cl_mem c) {
 }  // namespace
 
 Reason blas_supports(const Device& dev, const Node& node) noexcept {
-  const char* family = capture::op_family(node.op);
-  if (std::strncmp(family, "blas", 4) != 0) return Reason::not_blas;
-  switch (node.op) {
-    case Op::rotg:  // scalar-only routines: nothing for a device to do
-    case Op::rotmg:
-    case Op::cabs1: return Reason::op_unsupported;
-    default: break;
-  }
+  if (Reason r = device_blas_op(node); r != Reason::ok) return r;
   switch (node.dtype) {
     case DType::f32:
     case DType::c64: break;
@@ -605,25 +549,24 @@ Reason blas_supports(const Device& dev, const Node& node) noexcept {
     default: return Reason::dtype_unsupported;
   }
   if ((node.op == Op::sdsdot || node.op == Op::dsdot) && !dev.has_fp64()) return Reason::dtype_unsupported;
-  if (node.blas.layout == 'R') return Reason::stride_unsupported;  // the executor converts these first
+  if (Reason r = device_blas_strides(node); r != Reason::ok) return r;
 
-  if (sequential_recurrence(node)) return Reason::stride_unsupported;
-
-  Operand ops[kMaxJobOperands];
-  const int count = describe(node, ops);
+  DeviceOperand ops[kMaxJobOperands];
+  const int count = describe_operands<DeviceOperand, kMaxJobOperands>(node, ops);
   for (int i = 0; i < count; ++i)
     if (ops[i].device_bytes > dev.max_alloc()) return Reason::too_large;
   return Reason::ok;
 }
 
 Reason blas_run(Device& dev, Node& node) {
-  switch (node.dtype) {
-    case DType::f32: return run_typed<float>(dev, node);
-    case DType::f64: return run_typed<double>(dev, node);
-    case DType::c64: return run_typed<cfloat>(dev, node);
-    case DType::c128: return run_typed<cdouble>(dev, node);
-    default: return Reason::dtype_unsupported;
-  }
+  return run_by_type_and_level(node, [&](int level, auto e) {
+    using E = decltype(e);
+    // Names the programs CLBlast builds during the call (their files in the disk cache).
+    const clblast_programs::Routine routine(kPrecLetter<E>, capture::op_name(node.op));
+    return level == 3   ? run_level3<E>(dev, node)
+           : level == 2 ? run_level2<E>(dev, node)
+                        : run_level1<E>(dev, node);
+  });
 }
 
 void blas_warm_up(Device& dev, const std::atomic<bool>& stop) {

@@ -1,5 +1,10 @@
-#include "backends/opencl/cost.hpp"
-
+// The opencl backend's measurement of its device (Device::measure_costs; the figures are
+// backends/common/device_costs.hpp's), from which auto predicts a BLAS node's time here
+// (backends/common/device_operand.hpp) and the size below which the device is not worth
+// considering at all. Measuring takes a fraction of a second once CLBlast's GEMM kernels are
+// compiled, and seconds before (pocl compiles them with LLVM), so the figures are kept on disk,
+// keyed by everything they depend on: only the first process on a machine, or after a driver
+// change, measures.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -13,12 +18,13 @@
 #include <vector>
 
 #include "backends/opencl/clblast_programs.hpp"
-#include "backends/opencl/transfer.hpp"
+#include "backends/opencl/device.hpp"
 
 namespace sol::backends::opencl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using Costs = DeviceCosts;
 
 // Large enough that a transfer's fixed cost is noise next to its bandwidth term, small enough to
 // take milliseconds over any link.
@@ -32,10 +38,6 @@ constexpr size_t kGemmFirstSize = 512;
 constexpr size_t kGemmLastSize = 2048;
 constexpr double kGemmMinSeconds = 0.02;
 constexpr int kGemmRuns = 3;  // best of, after an untimed run at each size
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // Sets `why` for a failed step; true when `status` is a failure.
 bool failed(int status, const char* what, std::string& why) {
@@ -194,10 +196,10 @@ bool measure_gemm(Device& dev, double& rate, std::string& why) {
 
 }  // namespace
 
-bool measure_costs(Device& device, Costs& out, std::string& why) {
+bool Device::measure_costs(DeviceCosts& out, std::string& why) {
   Costs c;
-  if (!measure_transfers(device, c, why) || !measure_gemm<float>(device, c.gemm_f32, why)) return false;
-  if (device.has_fp64() && !measure_gemm<double>(device, c.gemm_f64, why)) return false;
+  if (!measure_transfers(*this, c, why) || !measure_gemm<float>(*this, c.gemm_f32, why)) return false;
+  if (has_fp64() && !measure_gemm<double>(*this, c.gemm_f64, why)) return false;
   round_to_file_units(c);
   if (!plausible(c)) {
     why = "implausible figures (a timer that does not advance?)";
@@ -205,28 +207,6 @@ bool measure_costs(Device& device, Costs& out, std::string& why) {
   }
   out = c;
   return true;
-}
-
-double predict_seconds(const Costs& costs, const capture::Node& node, double flops) noexcept {
-  double rate = 0;
-  switch (node.dtype) {
-    case capture::DType::f32:
-    case capture::DType::c64: rate = costs.gemm_f32; break;
-    case capture::DType::f64:
-    case capture::DType::c128: rate = costs.gemm_f64; break;
-    default: break;
-  }
-  if (!(rate > 0)) return -1;
-  Operand ops[kMaxJobOperands];
-  const int count = describe(node, ops);
-  double up = 0, down = 0;
-  for (int i = 0; i < count; ++i) {
-    const double bytes = static_cast<double>(ops[i].device_bytes);
-    if (ops[i].ext.read) up += bytes;
-    if (ops[i].ext.written) down += bytes;
-  }
-  const double compute = std::max(std::max(flops, 0.0) / rate, (up + down) / costs.on_device);
-  return costs.latency + up / costs.to_device + down / costs.to_host + compute;
 }
 
 }  // namespace sol::backends::opencl

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/device_base.hpp"
+#include "backends/common/device_costs.hpp"
 #include "backends/opencl/api.hpp"
 #include "backends/opencl/program_cache.hpp"
 
@@ -47,11 +49,12 @@ inline constexpr int kNumDnnKernels = 0
 
 class Resident;
 
-class Device {
+// The description and identity (backends/common/device_base.hpp) are "Portable Computing Language:
+// pthread-haswell-AMD EPYC (driver 3.1+debian)", and the platform and device name and version,
+// vendor and driver version.
+class Device : public DeviceBase<Resident> {
  public:
   Device() = default;
-  Device(const Device&) = delete;
-  Device& operator=(const Device&) = delete;
   ~Device();
 
   // Loads the libraries, picks the platform and device the configuration names, creates the
@@ -64,11 +67,6 @@ class Device {
   cl_command_queue queue() const noexcept { return queue_; }
   cl_device_id id() const noexcept { return device_; }
 
-  // "Portable Computing Language: pthread-haswell-AMD EPYC (driver 3.1+debian)".
-  const std::string& description() const noexcept { return description_; }
-  // Everything a compiled program or a measured figure depends on besides its own inputs:
-  // platform and device name and version, vendor, driver version.
-  const std::string& identity() const noexcept { return identity_; }
   bool has_fp64() const noexcept { return fp64_; }
   bool is_accelerator() const noexcept { return accelerator_; }
   size_t max_alloc() const noexcept { return max_alloc_; }
@@ -94,9 +92,10 @@ class Device {
   // The same for the DNN program (built on the first DNN node).
   cl_kernel kernel(DnnKernel k, std::string& why);
 
-  // The lazy executor's device copies (resident.hpp), or nullptr when nodes run eagerly.
-  Resident* resident() const noexcept { return resident_; }
-  void set_resident(Resident* r) noexcept { resident_ = r; }
+  // Measures the device's costs (cost.cpp: the link both ways, a round trip, its memory and
+  // CLBlast's GEMM rates), its queue idle and nobody else using it meanwhile. false with a one-line
+  // `why` ("CLBlast Dgemm: CL_OUT_OF_RESOURCES") when a step fails or gives no usable figure.
+  bool measure_costs(DeviceCosts& out, std::string& why);
 
   // The origin of the most recent program build (compiled or loaded from the disk cache).
   ProgramCache::Origin last_program_origin() const noexcept {
@@ -112,8 +111,6 @@ class Device {
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
-  std::string description_;
-  std::string identity_;
   bool fp64_ = false;
   bool accelerator_ = false;
   size_t max_alloc_ = 0;
@@ -126,7 +123,6 @@ class Device {
   Slot slots_[kNumSlots];
   std::vector<unsigned char> staging_[kNumSlots];
 
-  Resident* resident_ = nullptr;
   std::unique_ptr<ProgramCache> cache_;
   cl_program programs_[kNumPrecs] = {};
   std::string program_errors_[kNumPrecs];

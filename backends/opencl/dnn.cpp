@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/common/dnn_kinds.hpp"
+#include "backends/common/dnn_workspace.hpp"
 #include "backends/opencl/resident.hpp"
 #include "backends/opencl/transfer.hpp"
 #include "capture/dnn/validate.hpp"
@@ -22,34 +24,29 @@ namespace {
 
 using capture::DType;
 using capture::Op;
-using capture::dnn::Alg;
 using capture::dnn::addressable;
-using capture::dnn::broadcasts_to;
+using capture::dnn::Alg;
+using capture::dnn::Arg;
 using capture::dnn::buffer_bytes;
+using capture::dnn::Call;
+using capture::dnn::ConvGeometry;
+using capture::dnn::count_sources;
 using capture::dnn::covers;
 using capture::dnn::dense_canonical;
-using capture::dnn::extent;
-using capture::dnn::padded_elements;
-using capture::dnn::check_bnorm_tensors;
-using capture::dnn::check_concat_tensors;
-using capture::dnn::check_reorder_tensors;
-using capture::dnn::check_softmax_tensors;
-using capture::dnn::check_sum_tensors;
-using capture::dnn::count_sources;
-using capture::dnn::forward;
-using capture::dnn::is_binary;
-using capture::dnn::is_eltwise;
-using capture::dnn::same_dims;
-using capture::dnn::uses_dst;
-using capture::dnn::Arg;
-using capture::dnn::Call;
 using capture::dnn::Desc;
+using capture::dnn::forward;
+using capture::dnn::has_attributes;
+using capture::dnn::IpGeometry;
 using capture::dnn::kMaxDims;
 using capture::dnn::kMaxTensors;
 using capture::dnn::Layout;
+using capture::dnn::padded_elements;
+using capture::dnn::PoolGeometry;
 using capture::dnn::PostOp;
 using capture::dnn::Prop;
 using capture::dnn::TensorDesc;
+using capture::dnn::uses_dst;
+using capture::dnn::Window;
 using hal::Reason;
 
 // ------------------------------------------------------------------ kernel argument structs
@@ -123,265 +120,72 @@ void broadcast_strides(const Layout& t, const Layout& full, cl_long* strides) {
 }
 
 // --------------------------------------------------------------------------------- geometry
+// The kernels' views of a checked node's geometry (capture/dnn/validate.hpp).
 
-struct Sides {
-  Arg x, y, w;
-};
-// Which tensor is the x side, the y side and the weights (dnn_kernels.cl's sol_conv).
-Sides conv_sides(const Desc& d) {
-  const bool deconv = d.kind == Op::deconvolution;
-  switch (d.prop) {
-    case Prop::backward_data:
-      return deconv ? Sides{Arg::diff_dst, Arg::diff_src, Arg::weights}
-                    : Sides{Arg::diff_src, Arg::diff_dst, Arg::weights};
-    case Prop::backward_weights:
-      return deconv ? Sides{Arg::diff_dst, Arg::src, Arg::diff_weights}
-                    : Sides{Arg::src, Arg::diff_dst, Arg::diff_weights};
-    default:
-      return deconv ? Sides{Arg::dst, Arg::src, Arg::weights} : Sides{Arg::src, Arg::dst, Arg::weights};
-  }
+template <class Cl>
+void set_window(Cl& c, const Window& w) {
+  for (int a = 0; a < 3; ++a)
+    c.x[a] = w.x[a], c.y[a] = w.y[a], c.k[a] = w.k[a], c.s[a] = w.s[a], c.d[a] = w.d[a], c.p[a] = w.p[a];
 }
 
-// Spatial dims right-aligned in (D, H, W); false when the tensors disagree with the geometry.
-bool spatial(const Desc& d, const Layout& x, const Layout& y, cl_long* gx, cl_long* gy, cl_long* gk,
-             cl_long* gs, cl_long* gd, cl_long* gp) {
-  for (int a = 0; a < 3; ++a) gx[a] = gy[a] = gk[a] = gs[a] = gd[a] = 1, gp[a] = 0;
-  if (d.nsp < 1 || d.nsp > 3 || x.ndims != d.nsp + 2 || y.ndims != d.nsp + 2) return false;
-  for (int i = 0; i < d.nsp; ++i) {
-    const int at = 3 - d.nsp + i;
-    gx[at] = x.dims[2 + i], gy[at] = y.dims[2 + i], gk[at] = d.kernel[i];
-    gs[at] = d.stride[i], gd[at] = d.dilation[i], gp[at] = d.pad_l[i];
-    if (gk[at] < 1 || gs[at] < 1 || gd[at] < 1 || gp[at] < 0 || d.pad_r[i] < 0) return false;
-    const int64_t room = gx[at] + d.pad_l[i] + d.pad_r[i] - ((gk[at] - 1) * gd[at] + 1);
-    if (room < 0 || room / gs[at] + 1 != gy[at]) return false;
-  }
-  return true;
-}
-
-bool conv_geometry(const Desc& d, ClConv& c) {
-  const Sides sd = conv_sides(d);
-  const TensorDesc *xt = d.desc(sd.x), *yt = d.desc(sd.y), *wt = d.desc(sd.w);
-  if (!xt || !yt || !wt) return false;
-  c = ClConv{};
-  if (!spatial(d, xt->layout, yt->layout, c.x, c.y, c.k, c.s, c.d, c.p)) return false;
-  const Layout& wl = wt->layout;
-  const bool grouped = wl.ndims == d.nsp + 3;
-  if (!grouped && wl.ndims != d.nsp + 2) return false;
-  const int w0 = grouped ? 1 : 0;
+ClConv cl_conv(const Desc& d) {
+  ConvGeometry g;
+  capture::dnn::conv_geometry(d, g);
+  ClConv c{};
+  set_window(c, g);
+  c.n = g.n, c.g = g.g, c.cx = g.cx, c.cy = g.cy;
   const bool deconv = d.kind == Op::deconvolution;
-  c.g = grouped ? wl.dims[0] : 1;
-  c.cy = wl.dims[w0 + (deconv ? 1 : 0)];
-  c.cx = wl.dims[w0 + (deconv ? 0 : 1)];
-  c.n = xt->layout.dims[0];
-  if (c.g != d.groups || c.g < 1 || yt->layout.dims[0] != c.n || xt->layout.dims[1] != c.g * c.cx ||
-      yt->layout.dims[1] != c.g * c.cy)
-    return false;
-  for (int i = 0; i < d.nsp; ++i)
-    if (wl.dims[w0 + 2 + i] != d.kernel[i]) return false;
-  const int64_t kvol = c.k[0] * c.k[1] * c.k[2];
+  const int64_t kvol = g.volume();
   c.wg = c.cy * c.cx * kvol;
   c.wy = deconv ? kvol : c.cx * kvol;
   c.wx = deconv ? c.cy * kvol : kvol;
-  return true;
+  return c;
 }
 
-bool pool_geometry(const Desc& d, ClPool& g) {
-  const TensorDesc* xt = d.desc(forward(d) ? Arg::src : Arg::diff_src);
-  const TensorDesc* yt = d.desc(forward(d) ? Arg::dst : Arg::diff_dst);
-  if (!xt || !yt) return false;
-  g = ClPool{};
-  if (!spatial(d, xt->layout, yt->layout, g.x, g.y, g.k, g.s, g.d, g.p)) return false;
-  if (xt->layout.dims[0] != yt->layout.dims[0] || xt->layout.dims[1] != yt->layout.dims[1]) return false;
-  g.planes = xt->layout.dims[0] * xt->layout.dims[1];
-  g.alg = static_cast<cl_long>(d.alg);
-  return true;
-}
-
-struct IpGeo {
-  int64_t n = 0, o = 0, k = 0;
-};
-bool ip_geometry(const Desc& d, IpGeo& g) {
-  const bool bwd_data = d.prop == Prop::backward_data, bwd_w = d.prop == Prop::backward_weights;
-  const TensorDesc* x = d.desc(bwd_data ? Arg::diff_src : Arg::src);
-  const TensorDesc* w = d.desc(bwd_w ? Arg::diff_weights : Arg::weights);
-  const TensorDesc* y = d.desc(bwd_data || bwd_w ? Arg::diff_dst : Arg::dst);
-  if (!x || !w || !y) return false;
-  const Layout &xl = x->layout, &wl = w->layout, &yl = y->layout;
-  if (xl.ndims < 2 || wl.ndims != xl.ndims || yl.ndims != 2) return false;
-  g.n = xl.dims[0], g.o = wl.dims[0], g.k = 1;
-  for (int i = 1; i < xl.ndims; ++i) {
-    if (wl.dims[i] != xl.dims[i]) return false;
-    g.k *= xl.dims[i];
-  }
-  return yl.dims[0] == g.n && yl.dims[1] == g.o;
+ClPool cl_pool(const Desc& d) {
+  PoolGeometry g;
+  capture::dnn::pool_geometry(d, g);
+  ClPool c{};
+  set_window(c, g);
+  c.planes = g.n * g.c;
+  c.alg = static_cast<cl_long>(d.alg);
+  return c;
 }
 
 // ------------------------------------------------------------------------------------ checks
+// Each kind's check beyond capture/dnn/validate.hpp's: the workspaces, in SOL's formats
+// (backends/common/dnn_workspace.hpp).
 
-// The kinds whose dst takes the output scale and post-ops, in the propagations oneDNN allows
-// attributes on.
-bool takes_attributes(const Desc& d) {
-  const bool fwd = d.prop == Prop::none || forward(d);
-  switch (d.kind) {
-    case Op::convolution:
-    case Op::deconvolution:
-    case Op::inner_product:
-    case Op::matmul:
-    case Op::eltwise:
-    case Op::pooling:
-    case Op::binary:
-    case Op::reorder: return fwd;
-    default: return false;
-  }
+Reason check_pooling(const Desc& d) noexcept {
+  if (Reason r = capture::dnn::check_pool_tensors(d); r != Reason::ok) return r;
+  PoolGeometry g;
+  capture::dnn::pool_geometry(d, g);
+  return check_pool_workspace(d, g.volume());
 }
 
-bool has_attributes(const Desc& d) {
-  return d.output_scale != 1 || d.npost_ops != 0;
+Reason check_bnorm(const Desc& d) noexcept {
+  if (Reason r = capture::dnn::check_bnorm_tensors(d); r != Reason::ok) return r;
+  return check_bnorm_mask(d, d.desc(Arg::src)->layout.elements());
 }
 
-Reason check_attributes(const Desc& d) {
-  if (!has_attributes(d)) return Reason::ok;
-  if (!takes_attributes(d)) return Reason::attr_unsupported;
-  return capture::dnn::check_post_ops(d);
-}
-
-Reason check_conv(const Desc& d) {
-  if (d.prop != Prop::forward_training && d.prop != Prop::forward_inference &&
-      d.prop != Prop::backward_data && d.prop != Prop::backward_weights)
-    return Reason::prop_unsupported;
-  ClConv c;
-  if (!conv_geometry(d, c)) return Reason::desc_invalid;
-  const int64_t out_channels = d.kind == Op::deconvolution ? c.g * c.cx : c.g * c.cy;
-  if (const TensorDesc* b = d.desc(d.prop == Prop::backward_weights ? Arg::diff_bias : Arg::bias))
-    if (b->layout.ndims != 1 || b->layout.dims[0] != out_channels) return Reason::desc_invalid;
-  return Reason::ok;
-}
-
-Reason check_ip(const Desc& d) {
-  if (d.prop != Prop::forward_training && d.prop != Prop::forward_inference &&
-      d.prop != Prop::backward_data && d.prop != Prop::backward_weights)
-    return Reason::prop_unsupported;
-  IpGeo g;
-  if (!ip_geometry(d, g)) return Reason::desc_invalid;
-  const TensorDesc* b = d.desc(d.prop == Prop::backward_weights ? Arg::diff_bias : Arg::bias);
-  if (b && (b->layout.ndims != 1 || b->layout.dims[0] != g.o)) return Reason::desc_invalid;
-  return Reason::ok;
-}
-
-Reason check_matmul(const Desc& d) {
-  if (d.prop != Prop::none && !forward(d)) return Reason::prop_unsupported;
-  const TensorDesc *a = d.desc(Arg::src), *b = d.desc(Arg::weights), *y = d.desc(Arg::dst);
-  if (!a || !b || !y) return Reason::desc_invalid;
-  const int nd = y->layout.ndims;
-  if (nd < 2 || a->layout.ndims != nd || b->layout.ndims != nd) return Reason::desc_invalid;
-  const int64_t *ad = a->layout.dims, *bd = b->layout.dims, *yd = y->layout.dims;
-  if (ad[nd - 2] != yd[nd - 2] || bd[nd - 1] != yd[nd - 1] || ad[nd - 1] != bd[nd - 2])
-    return Reason::desc_invalid;
-  for (int i = 0; i < nd - 2; ++i)
-    if ((ad[i] != yd[i] && ad[i] != 1) || (bd[i] != yd[i] && bd[i] != 1)) return Reason::desc_invalid;
-  if (const TensorDesc* bias = d.desc(Arg::bias))
-    if (!broadcasts_to(*bias, *y)) return Reason::desc_invalid;
-  return Reason::ok;
-}
-
-Reason check_eltwise(const Desc& d) {
-  if (!is_eltwise(d.alg)) return Reason::desc_invalid;
-  if (forward(d)) {
-    const TensorDesc *src = d.desc(Arg::src), *dst = d.desc(Arg::dst);
-    return src && dst && same_dims(*src, *dst) ? Reason::ok : Reason::desc_invalid;
-  }
-  if (d.prop != Prop::backward_data || d.alg == Alg::round)
-    return Reason::prop_unsupported;  // round: no backward
-  const TensorDesc *x = d.desc(uses_dst(d.alg) ? Arg::dst : Arg::src), *dd = d.desc(Arg::diff_dst),
-                   *ds = d.desc(Arg::diff_src);
-  return x && dd && ds && same_dims(*x, *dd) && same_dims(*x, *ds) ? Reason::ok : Reason::desc_invalid;
-}
-
-int64_t pool_window(const ClPool& g) {
-  return g.k[0] * g.k[1] * g.k[2];
-}
-
-Reason check_pooling(const Desc& d) {
-  if (d.alg != Alg::pool_max && d.alg != Alg::pool_avg_include_padding &&
-      d.alg != Alg::pool_avg_exclude_padding)
-    return Reason::desc_invalid;
-  if (!forward(d) && d.prop != Prop::backward_data) return Reason::prop_unsupported;
-  ClPool g;
-  if (!pool_geometry(d, g)) return Reason::desc_invalid;
-  const TensorDesc* ws = d.desc(Arg::workspace);
-  if (d.alg == Alg::pool_max && d.prop == Prop::backward_data && !ws) return Reason::desc_invalid;
-  if (ws && d.alg == Alg::pool_max && d.prop != Prop::forward_inference) {
-    if (ws->dtype != DType::u8 && ws->dtype != DType::s32) return Reason::workspace_unsupported;
-    if (ws->dtype == DType::u8 && pool_window(g) > 256) return Reason::workspace_unsupported;
-    if (!same_dims(*ws, *d.desc(forward(d) ? Arg::dst : Arg::diff_dst))) return Reason::workspace_unsupported;
-  }
-  return Reason::ok;
-}
-
-// The fused ReLU's mask travels from forward_training to backward in the workspace.
-bool bnorm_mask(const Desc& d) {
-  return d.fuse_relu && (d.prop == Prop::forward_training || !forward(d));
-}
-
-Reason check_bnorm(const Desc& d) {
-  if (Reason r = check_bnorm_tensors(d); r != Reason::ok) return r;
-  if (bnorm_mask(d)) {
-    const TensorDesc* ws = d.desc(Arg::workspace);
-    if (!ws) return Reason::desc_invalid;
-    if (ws->bytes * 8 < static_cast<size_t>(d.desc(Arg::src)->layout.elements())) return Reason::workspace_unsupported;
-  }
-  return Reason::ok;
-}
-
-Reason check_softmax(const Desc& d) {
-  return check_softmax_tensors(d);
-}
-
-Reason check_binary(const Desc& d) {
-  const TensorDesc *a = d.desc(Arg::src), *b = d.desc(Arg::src1), *y = d.desc(Arg::dst);
-  if (!is_binary(d.alg) || !a || !b || !y) return Reason::desc_invalid;
-  return broadcasts_to(*a, *y) && broadcasts_to(*b, *y) ? Reason::ok : Reason::desc_invalid;
-}
-
-Reason check_sum(const Desc& d) {
-  return check_sum_tensors(d);
-}
-
-Reason check_concat(const Desc& d) {
-  return check_concat_tensors(d);
-}
-
-Reason check_reorder(const Desc& d) {
-  return check_reorder_tensors(d);
-}
-
-Reason check_kind(const Desc& d) {
-  switch (d.kind) {
-    case Op::convolution:
-    case Op::deconvolution: return check_conv(d);
-    case Op::inner_product: return check_ip(d);
-    case Op::matmul: return check_matmul(d);
-    case Op::eltwise: return check_eltwise(d);
-    case Op::pooling: return check_pooling(d);
-    case Op::batch_normalization: return check_bnorm(d);
-    case Op::softmax:
-    case Op::logsoftmax: return check_softmax(d);
-    case Op::binary: return check_binary(d);
-    case Op::sum: return check_sum(d);
-    case Op::concat: return check_concat(d);
-    case Op::reorder: return check_reorder(d);
-    default: return Reason::op_unsupported;  // layer_normalization, lrn, shuffle, prelu, ...
-  }
-}
+constexpr DnnKinds<DnnCheck> kChecks{
+    .conv = capture::dnn::check_conv_tensors,
+    .ip = capture::dnn::check_ip_tensors,
+    .matmul = capture::dnn::check_matmul_tensors,
+    .eltwise = capture::dnn::check_eltwise_tensors,
+    .pooling = check_pooling,
+    .bnorm = check_bnorm,
+    .softmax = capture::dnn::check_softmax_tensors,
+    .binary = capture::dnn::check_binary_tensors,
+    .sum = capture::dnn::check_sum_tensors,
+    .concat = capture::dnn::check_concat_tensors,
+    .reorder = capture::dnn::check_reorder_tensors,
+};
 
 Reason check(const Device& dev, const capture::Node& node) {
-  if (std::string_view(capture::op_family(node.op)) != "dnn") return Reason::op_unsupported;
+  if (Reason r = capture::dnn::check_node(node); r != Reason::ok) return r;
   const Call* call = node.dnn;
-  // An unbound call (its memory did not match the description) has no data pointers to run on.
-  if (!call || !call->desc || call->unbound || call->desc->kind != node.op) return Reason::desc_invalid;
   const Desc& d = *call->desc;
-  if (d.unsupported) return Reason::desc_invalid;  // the frontend could not describe it fully
-  if (d.ntensors < 0 || d.ntensors > kMaxTensors) return Reason::desc_invalid;
   for (int i = 0; i < d.ntensors; ++i) {
     const TensorDesc& t = d.tensors[i].desc;
     // A workspace is in this backend's own format (dnn.hpp): its kind checks its type.
@@ -391,8 +195,8 @@ Reason check(const Device& dev, const capture::Node& node) {
     const size_t dense_bytes = static_cast<size_t>(t.layout.elements()) * sizeof(float);
     if (std::max(buffer_bytes(t), dense_bytes) > dev.max_alloc()) return Reason::too_large;
   }
-  if (Reason r = check_attributes(d); r != Reason::ok) return r;
-  return check_kind(d);
+  if (Reason r = check_dnn_attributes(d); r != Reason::ok) return r;
+  return check_dnn_kind(kChecks, d);
 }
 
 // -------------------------------------------------------------------------------------- DnnJob
@@ -412,7 +216,9 @@ Reason check(const Device& dev, const capture::Node& node) {
 // write one device copy where eagerly it has two buffers: it runs eagerly, on a current host.
 class DnnJob {
  public:
-  DnnJob(Device& dev, const Call& call) : dev_(dev), cl_(dev.cl()), call_(call), d_(*call.desc) {
+  // `conv_bump`: added to a convolution's first output (SOL_TEST_WRONG_KERNEL, see Dnn::Dnn).
+  DnnJob(Device& dev, const Call& call, float conv_bump)
+      : dev_(dev), cl_(dev.cl()), call_(call), d_(*call.desc), conv_bump_(conv_bump) {
     Resident* res = dev.resident();
     if (!res || !res->active()) return;
     if (!aliased()) {
@@ -439,6 +245,7 @@ class DnnJob {
   }
 
   const Desc& desc() const noexcept { return d_; }
+  float conv_bump() const noexcept { return conv_bump_; }
 
   // The device copy of tensor i in its own layout. Read tensors (and outputs whose layout leaves
   // bytes of the buffer unwritten) carry the caller's bytes.
@@ -681,6 +488,7 @@ class DnnJob {
   const ClApi& cl_;
   const Call& call_;
   const Desc& d_;
+  const float conv_bump_;
   Reason err_ = Reason::ok;
   int next_slot_ = Device::kFirstDnnSlot;
   cl_mem raw_[kMaxTensors] = {}, dense_[kMaxTensors] = {}, out_[kMaxTensors] = {};
@@ -720,10 +528,9 @@ void ncs(const Layout& l, cl_long& n, cl_long& c, cl_long& s) {
 
 // ------------------------------------------------------------------------------------- kinds
 
-void run_conv(DnnJob& job, float bump) {
+void run_conv(DnnJob& job) {
   const Desc& d = job.desc();
-  ClConv c;
-  conv_geometry(d, c);
+  const ClConv c = cl_conv(d);
   const bool deconv = d.kind == Op::deconvolution;
   const cl_long xsize = c.n * c.g * c.cx * c.x[0] * c.x[1] * c.x[2];
   const cl_long ysize = c.n * c.g * c.cy * c.y[0] * c.y[1] * c.y[2];
@@ -741,7 +548,7 @@ void run_conv(DnnJob& job, float bump) {
       job.finish(Arg::diff_src);
       return;
     case Prop::backward_weights: {
-      const Sides sd = conv_sides(d);
+      const capture::dnn::ConvSides sd = capture::dnn::conv_sides(d);
       const cl_long wsize = c.g * c.wg;
       const cl_long chunks = chunks_for(wsize, c.n * c.y[0] * c.y[1] * c.y[2]);
       cl_mem partial = job.temp(wsize * chunks);
@@ -765,7 +572,7 @@ void run_conv(DnnJob& job, float bump) {
                    has_bias, job.output(Arg::dst), c);
       } else {
         job.launch(DnnKernel::conv_fwd, ysize, job.dense(Arg::src), job.dense(Arg::weights), bias, has_bias,
-                   job.output(Arg::dst), c, bump);
+                   job.output(Arg::dst), c, job.conv_bump());
       }
       job.finish(Arg::dst);
       return;
@@ -775,8 +582,8 @@ void run_conv(DnnJob& job, float bump) {
 
 void run_ip(DnnJob& job) {
   const Desc& d = job.desc();
-  IpGeo g;
-  ip_geometry(d, g);
+  IpGeometry g;
+  capture::dnn::ip_geometry(d, g);
   const cl_mem none = nullptr;
   const cl_int no_bias = 0;
   ClBatch bt{};  // no batch dims; bias (when present) per output column
@@ -850,8 +657,7 @@ void run_eltwise(DnnJob& job) {
 
 void run_pooling(DnnJob& job) {
   const Desc& d = job.desc();
-  ClPool g;
-  pool_geometry(d, g);
+  const ClPool g = cl_pool(d);
   const TensorDesc* ws =
       d.alg == Alg::pool_max && d.prop != Prop::forward_inference ? d.desc(Arg::workspace) : nullptr;
   const ClLayout wl = ws ? cl_layout(ws->layout) : ClLayout{};
@@ -995,6 +801,20 @@ void run_reorder(DnnJob& job) {
   job.finish(Arg::dst);
 }
 
+constexpr DnnKinds<void (*)(DnnJob&)> kRuns{
+    .conv = run_conv,
+    .ip = run_ip,
+    .matmul = run_matmul,
+    .eltwise = run_eltwise,
+    .pooling = run_pooling,
+    .bnorm = run_bnorm,
+    .softmax = run_softmax,
+    .binary = run_binary,
+    .sum = run_sum,
+    .concat = run_concat,
+    .reorder = run_reorder,
+};
+
 }  // namespace
 
 Dnn::Dnn(Device& device) : device_(device) {
@@ -1005,33 +825,15 @@ Dnn::Dnn(Device& device) : device_(device) {
   if (wrong && std::string_view(wrong) == "convolution") conv_bump_ = 1.f;
 }
 
-bool is_dnn_node(const capture::Node& node) noexcept {
-  return std::string_view(capture::op_family(node.op)) == "dnn";
-}
-
 Reason Dnn::supports(const capture::Node& node) const noexcept {
   return check(device_, node);
 }
 
 Reason Dnn::run(capture::Node& node) {
-  const Call& call = *node.dnn;
-  DnnJob job(device_, call);
-  switch (node.op) {
-    case Op::convolution: run_conv(job, conv_bump_); break;
-    case Op::deconvolution: run_conv(job, 0.f); break;
-    case Op::inner_product: run_ip(job); break;
-    case Op::matmul: run_matmul(job); break;
-    case Op::eltwise: run_eltwise(job); break;
-    case Op::pooling: run_pooling(job); break;
-    case Op::batch_normalization: run_bnorm(job); break;
-    case Op::softmax:
-    case Op::logsoftmax: run_softmax(job); break;
-    case Op::binary: run_binary(job); break;
-    case Op::sum: run_sum(job); break;
-    case Op::concat: run_concat(job); break;
-    case Op::reorder: run_reorder(job); break;
-    default: return Reason::op_unsupported;  // excluded by check()
-  }
+  const auto* run = kRuns.of(node.op);
+  if (!run) return Reason::op_unsupported;  // excluded by check()
+  DnnJob job(device_, *node.dnn, conv_bump_);
+  (*run)(job);
   return job.download();
 }
 

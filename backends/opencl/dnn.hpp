@@ -16,16 +16,7 @@
 //         it copied into the caller's memory (its `bytes`, nothing outside), so a failure leaves
 //         every output untouched.
 //
-// Workspaces (the backend's own formats, as the reference backend's, so either reads the other's):
-//   pooling, max, forward_training: per dst element, at the offset the workspace layout gives for
-//     that element's logical index, the position of the maximum within the kernel window,
-//     (kd * KH + kh) * KW + kw, as u8 or s32 (the workspace's dtype; u8 only for windows of at most
-//     256 positions).
-//   batch normalization, fuse_relu, forward_training: one bit per src element in canonical
-//     order, bit i in byte i / 8 at position i % 8, set where the normalized value was > 0.
-//     Logical elements, not padded ones: ceil(elements / 8) bytes, at most the workspace oneDNN
-//     sizes (a bit or a byte per padded element); a smaller one is declined, and the bytes after
-//     the mask come back as they were.
+// Workspaces: SOL's own formats, the reference backend's too (backends/common/dnn_workspace.hpp).
 #pragma once
 
 #include "backends/opencl/device.hpp"
@@ -33,9 +24,6 @@
 #include "hal/backend.hpp"
 
 namespace sol::backends::opencl {
-
-// Whether the node is of the "dnn" family (those go to Dnn, the rest to blas.hpp).
-bool is_dnn_node(const capture::Node& node) noexcept;
 
 class Dnn {
  public:

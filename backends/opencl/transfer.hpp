@@ -1,6 +1,5 @@
-// One node's data on the device: how each operand of a BLAS node is laid out, how it goes up
-// (gathered, sanitised, zero-filled) and how the elements the routine writes come back. See
-// blas.hpp for the rules; blas.cpp issues the commands in between.
+// One BLAS node's data on the OpenCL device: backends/common/device_job.hpp's trip with OpenCL's
+// calls. See blas.hpp for the rules; blas.cpp issues the commands in between.
 #pragma once
 
 #include <cstddef>
@@ -8,57 +7,26 @@
 #include <type_traits>
 #include <vector>
 
-#include "backends/opencl/device.hpp"
 #include "backends/common/blas_args.hpp"
-#include "backends/common/device_operand.hpp"
+#include "backends/common/device_job.hpp"
+#include "backends/opencl/device.hpp"
 #include "capture/blas/blas.hpp"
 #include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
 
 namespace sol::backends::opencl {
 
-// BLAS arguments read as the reference reads them (backends/common/blas_args.hpp).
-using backends::DeviceOperand;
-using backends::device_image;
-using backends::gather;
-using backends::same_copy;
-using backends::Shape;
-using backends::store_into;
-using backends::is_left;
-using backends::is_one;
-using backends::is_unit;
-using backends::is_upper;
-using backends::is_zero;
-using backends::kComplex;
-using backends::notrans;
-using backends::RealOf;
-using backends::scatter;
-using backends::upper_case;
-using backends::vector_at;
-
 // The reason for an OpenCL or CLBlast status.
 hal::Reason reason_of(int status) noexcept;
 
-// A node has at most four memory operands on the device (gemm: a, b, c; rotm's param stays on
-// the host).
-inline constexpr int kMaxJobOperands = 4;
-
 // An operand and its device layout (backends/common/device_operand.hpp), with its buffer.
-struct Operand : DeviceOperand {
-  cl_mem buf = nullptr;
-  bool kept = false;  // lazy: the result stays on the device (Resident), not downloaded
-  bool slot = false;  // lazy, in a node that waits: moved as eagerly, in the Job's slot buffer
-};
+using Operand = JobOperand<cl_mem>;
 
 // Enqueues the rectangle copy that packs a general matrix whose leading dimension exceeds its
 // rows (o.ld > o.dld) from the caller's memory into `buf`, counted as bytes to the device.
 // `blocking`: the caller's memory has been read when it returns.
 cl_int write_packed(const ClApi& cl, cl_command_queue queue, cl_mem buf, const Operand& o, size_t es, cl_bool blocking,
                     cl_event* ev) noexcept;
-
-// The operands of a valid column-major BLAS node (pointer, extent and access from
-// capture::blas::operands, plus shape and device layout). Returns how many.
-int describe(const capture::Node& node, Operand out[kMaxJobOperands]);
 
 class Resident;
 
@@ -73,22 +41,13 @@ struct Local {
   size_t bytes;
 };
 
-// One node's trip through the device: upload, commands, download. The destructor waits for the
-// queue, so nothing the device does outlives the call (the uploads read the caller's memory
-// asynchronously). Methods returning a Reason log the OpenCL status at debug level.
-//
-// Lazily (the device has a Resident), operands come from and results stay in the device copies
-// the Resident keeps: upload() copies only what the device does not have (synchronously, so that
-// the host may change its memory as soon as the call returns), download() fetches only what
-// cannot stay (scalar results, results in memory that cannot be guarded), and the destructor does
-// not wait: the node is pending until a flush. In a node that waits anyway (a result that cannot
-// stay), an operand the Resident neither holds nor could keep moves as eagerly: slot buffers,
-// asynchronous writes; the node waits for them in download().
-class Job {
+// One node's trip through the device: upload, commands, download. Eagerly, the destructor waits
+// for the queue, so nothing the device does outlives the call (the uploads read the caller's
+// memory asynchronously); lazily the node stays pending until a flush (device_job.hpp). Methods
+// returning a Reason log the OpenCL status at debug level.
+class Job : public DeviceJob<Operand, Resident> {
  public:
   Job(Device& dev, const capture::Node& node);
-  Job(const Job&) = delete;
-  Job& operator=(const Job&) = delete;
   ~Job();
 
   // CLBlast 1.5.3 takes a band with kl = ku = 0 for a full matrix (its matrix-vector kernels test
@@ -103,7 +62,7 @@ class Job {
   // The device buffer of operand `name` ('a', 'x'...), after upload(), and its leading
   // dimension there (see Operand::dld).
   cl_mem buf(char name) const noexcept;
-  size_t ld(char name) const noexcept;
+  size_t ld(char name) const noexcept { return static_cast<size_t>(device_ld(name)); }
   cl_command_queue* queue() noexcept { return &queue_; }
 
   // A scratch device buffer (results, partial sums, CLBlast's temporary).
@@ -147,27 +106,20 @@ class Job {
     else
       return cl_.clSetKernelArg(k, index, sizeof a, &a);
   }
-  const Operand* find(char name) const noexcept;
   cl_int write(int slot, Operand& o, cl_event* ev);
   hal::Reason read(cl_mem mem, size_t bytes, void* host);
   void track(cl_event ev);
-  void store(Operand& o, unsigned char* staged);
 
   static constexpr int kMaxEvents = 16;
   static constexpr int kStageDown = 4;
   static constexpr int kStageResult = 8;
   Device& dev_;
-  Resident* res_;
   const ClApi& cl_;
   cl_command_queue queue_;
-  size_t es_;
-  Operand ops_[kMaxJobOperands];
-  int count_ = 0;
   cl_event event_[kMaxEvents] = {};
   int events_ = 0;
   Fetch fetches_[2] = {};
   int fetch_count_ = 0;
-  bool slots_ = false;  // lazily, some operand moved as eagerly (Operand::slot)
 };
 
 }  // namespace sol::backends::opencl

@@ -18,10 +18,8 @@
 namespace sol::backends::reference::dnn {
 namespace {
 
-struct Geo {
-  int64_t n = 1, g = 1, cx = 1, cy = 1;
-  int64_t x[3] = {1, 1, 1}, y[3] = {1, 1, 1}, k[3] = {1, 1, 1};
-  int64_t s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, p[3] = {0, 0, 0};
+// The geometry (capture/dnn/validate.hpp) and the sizes of the kernels' dense arrays.
+struct Geo : capture::dnn::ConvGeometry {
   int64_t xsize() const { return n * g * cx * x[0] * x[1] * x[2]; }
   int64_t ysize() const { return n * g * cy * y[0] * y[1] * y[2]; }
   int64_t wsize() const { return g * cy * cx * k[0] * k[1] * k[2]; }
@@ -29,50 +27,6 @@ struct Geo {
 
 int64_t div_floor(int64_t a, int64_t b) {
   return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
-struct Sides {
-  Arg x, y, w;
-};
-Sides sides(const Desc& d) {
-  const bool deconv = d.kind == Op::deconvolution;
-  switch (d.prop) {
-    case Prop::backward_data:
-      return deconv ? Sides{Arg::diff_dst, Arg::diff_src, Arg::weights} : Sides{Arg::diff_src, Arg::diff_dst, Arg::weights};
-    case Prop::backward_weights:
-      return deconv ? Sides{Arg::diff_dst, Arg::src, Arg::diff_weights} : Sides{Arg::src, Arg::diff_dst, Arg::diff_weights};
-    default: return deconv ? Sides{Arg::dst, Arg::src, Arg::weights} : Sides{Arg::src, Arg::dst, Arg::weights};
-  }
-}
-
-// The geometry of a checked description; false when its tensors are inconsistent.
-bool geometry(const Desc& d, Geo& g) {
-  const Sides sd = sides(d);
-  const TensorDesc *xt = d.desc(sd.x), *yt = d.desc(sd.y), *wt = d.desc(sd.w);
-  if (!xt || !yt || !wt) return false;
-  const int nsp = d.nsp;
-  if (nsp < 1 || nsp > 3 || xt->layout.ndims != nsp + 2 || yt->layout.ndims != nsp + 2) return false;
-  const Layout &xl = xt->layout, &yl = yt->layout, &wl = wt->layout;
-  const bool grouped = wl.ndims == nsp + 3;
-  if (!grouped && wl.ndims != nsp + 2) return false;
-  g.g = grouped ? wl.dims[0] : 1;
-  if (g.g != d.groups || g.g < 1) return false;
-  const int w0 = grouped ? 1 : 0;
-  const bool deconv = d.kind == Op::deconvolution;
-  g.cy = wl.dims[w0 + (deconv ? 1 : 0)];
-  g.cx = wl.dims[w0 + (deconv ? 0 : 1)];
-  g.n = xl.dims[0];
-  if (yl.dims[0] != g.n || xl.dims[1] != g.g * g.cx || yl.dims[1] != g.g * g.cy) return false;
-  for (int i = 0; i < nsp; ++i) {
-    const int at = 3 - nsp + i;  // spatial dims are right-aligned in D, H, W
-    g.x[at] = xl.dims[2 + i], g.y[at] = yl.dims[2 + i], g.k[at] = wl.dims[w0 + 2 + i];
-    g.s[at] = d.stride[i], g.d[at] = d.dilation[i], g.p[at] = d.pad_l[i];
-    if (g.k[at] != d.kernel[i] || g.s[at] < 1 || g.d[at] < 1 || g.p[at] < 0 || d.pad_r[i] < 0) return false;
-    const int64_t span = (g.k[at] - 1) * g.d[at] + 1;
-    const int64_t room = g.x[at] + d.pad_l[i] + d.pad_r[i] - span;
-    if (room < 0 || room / g.s[at] + 1 != g.y[at]) return false;
-  }
-  return true;
 }
 
 // Calls f(w, yo, xo, count) for every run of `count` y elements yo, yo + 1... that weight element w
@@ -177,28 +131,14 @@ std::vector<double> channel_sums(const std::vector<float>& v, int64_t n, int64_t
 }  // namespace
 
 Reason conv_check(const Desc& d) noexcept {
-  switch (d.prop) {
-    case Prop::forward_training:
-    case Prop::forward_inference:
-    case Prop::backward_data:
-    case Prop::backward_weights: break;
-    default: return Reason::prop_unsupported;
-  }
-  Geo g;
-  if (!geometry(d, g)) return Reason::desc_invalid;
-  const bool deconv = d.kind == Op::deconvolution;
-  const int64_t out_channels = deconv ? g.g * g.cx : g.g * g.cy;
-  const Arg bias = d.prop == Prop::backward_weights ? Arg::diff_bias : Arg::bias;
-  if (const TensorDesc* b = d.desc(bias))
-    if (b->layout.ndims != 1 || b->layout.dims[0] != out_channels) return Reason::desc_invalid;
-  return Reason::ok;
+  return capture::dnn::check_conv_tensors(d);
 }
 
 void conv_run(const Call& c) {
   const Desc& d = *c.desc;
   Geo g;
-  geometry(d, g);
-  const Sides sd = sides(d);
+  capture::dnn::conv_geometry(d, g);
+  const capture::dnn::ConvSides sd = g.sides;
   const bool deconv = d.kind == Op::deconvolution;
   const int64_t kvol = g.k[0] * g.k[1] * g.k[2];
   const int64_t xsp = g.x[0] * g.x[1] * g.x[2], ysp = g.y[0] * g.y[1] * g.y[2];

@@ -21,8 +21,6 @@ using capture::dnn::addressable;
 using capture::dnn::count_sources;
 using capture::dnn::forward;
 using capture::dnn::same_dims;
-using capture::dnn::is_binary;
-using capture::dnn::is_eltwise;
 using capture::dnn::uses_dst;
 using capture::dnn::Arg;
 using capture::dnn::Call;
@@ -77,7 +75,6 @@ extern template void scatter<float>(const Call&, Arg, const float*, const Epilog
 extern template void scatter<double>(const Call&, Arg, const double*, const Epilogue*) noexcept;
 
 // Eltwise math, exactly oneDNN 2.6's (src/common/math_utils.hpp), in float.
-bool has_backward(Alg a) noexcept;  // oneDNN defines a backward pass (round has none)
 float eltwise_fwd(Alg a, float s, float alpha, float beta) noexcept;
 // diff_src from diff_dst `dd` and `x`, which is src, or dst for the *_dst algorithms.
 float eltwise_bwd(Alg a, float dd, float x, float alpha, float beta) noexcept;

@@ -3,7 +3,6 @@
 #include "backends/reference/dnn/dnn.hpp"
 
 #include <new>
-#include <string_view>
 
 #include "backends/reference/dnn/detail.hpp"
 
@@ -40,41 +39,12 @@ Kind kind_of(Op op) {
   }
 }
 
-// The kinds whose primary output (dst) goes through the Epilogue, in the propagations oneDNN
-// allows attributes on.
-bool takes_attributes(const Desc& d) {
-  const bool fwd = d.prop == Prop::none || d.prop == Prop::forward_training || d.prop == Prop::forward_inference;
-  switch (d.kind) {
-    case Op::convolution:
-    case Op::deconvolution:
-    case Op::inner_product:
-    case Op::matmul:
-    case Op::eltwise:
-    case Op::pooling:
-    case Op::binary:
-    case Op::reorder:
-    case Op::prelu:
-    case Op::reduction: return fwd;
-    default: return false;
-  }
-}
-
-Reason check_attributes(const Desc& d) {
-  if (d.output_scale == 1 && d.npost_ops == 0) return Reason::ok;
-  if (!takes_attributes(d)) return Reason::attr_unsupported;
-  return capture::dnn::check_post_ops(d);
-}
-
 Reason check(const capture::Node& node) {
-  if (std::string_view(capture::op_family(node.op)) != "dnn") return Reason::op_unsupported;
+  if (Reason r = capture::dnn::check_node(node); r != Reason::ok) return r;
   const Call* call = node.dnn;
-  // An unbound call (its memory did not match the description) has no data pointers to run on.
-  if (!call || !call->desc || call->unbound || call->desc->kind != node.op) return Reason::desc_invalid;
   const Desc& d = *call->desc;
-  if (d.unsupported) return Reason::desc_invalid;  // the frontend could not describe it fully
   const Kind kind = kind_of(d.kind);
   if (!kind.check) return Reason::op_unsupported;
-  if (d.ntensors < 0 || d.ntensors > capture::dnn::kMaxTensors) return Reason::desc_invalid;
   for (int i = 0; i < d.ntensors; ++i) {
     const capture::dnn::Tensor& t = d.tensors[i];
     // The workspace is this backend's own format (dnn.hpp): each kind checks its type.
@@ -83,7 +53,8 @@ Reason check(const capture::Node& node) {
     if (t.arg == Arg::workspace && capture::dtype_size(t.desc.dtype) == 0) return Reason::workspace_unsupported;
     if (!addressable(t.desc, call->data[i])) return Reason::layout_unsupported;
   }
-  if (Reason r = check_attributes(d); r != Reason::ok) return r;
+  // Every kind oneDNN gives an output scale and post-ops is implemented here (the Epilogue).
+  if (Reason r = capture::dnn::check_attributes(d); r != Reason::ok) return r;
   return kind.check(d);
 }
 

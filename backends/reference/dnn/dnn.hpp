@@ -9,15 +9,8 @@
 // before writing anything makes in-place execution (src == dst) safe, and all allocation happens
 // before the first write, so a failure never leaves partial results.
 //
-// Workspaces (oneDNN's are opaque; this backend defines its own, read by its own backward passes):
-// - pooling, max, forward_training: for each dst element, at the offset the workspace's layout
-//   gives for that element's logical index, the position of the maximum within the kernel window,
-//   (kd * KH + kh) * KW + kw, as u8 or s32 (the workspace's dtype). A u8 workspace serves windows
-//   of at most 256 positions; larger ones are declined.
-// - batch normalization with fuse_relu, forward_training: one bit per src element, in canonical
-//   (logical row-major) order, bit i in byte i / 8 at position i % 8: whether the normalized value
-//   was > 0 (kept by the ReLU). Needs ceil(elements / 8) bytes, which both oneDNN's byte-per-
-//   element and bit-per-element workspaces provide.
+// Workspaces (oneDNN's are opaque): SOL's own formats, opencl's too
+// (backends/common/dnn_workspace.hpp).
 #pragma once
 
 #include "capture/ir/node.hpp"

@@ -51,10 +51,6 @@ Alg base(Alg a) noexcept {
 
 }  // namespace
 
-bool has_backward(Alg a) noexcept {
-  return is_eltwise(a) && a != Alg::round;
-}
-
 float eltwise_fwd(Alg a, float s, float alpha, float beta) noexcept {
   switch (base(a)) {
     case Alg::relu: return s > 0 ? s : s * alpha;
@@ -161,18 +157,7 @@ float binary_op(Alg a, float x, float y) noexcept {
 }
 
 Reason eltwise_check(const Desc& d) noexcept {
-  if (!is_eltwise(d.alg)) return Reason::desc_invalid;
-  if (d.prop == Prop::forward_training || d.prop == Prop::forward_inference) {
-    const TensorDesc *src = d.desc(Arg::src), *dst = d.desc(Arg::dst);
-    if (!src || !dst || !same_dims(*src, *dst)) return Reason::desc_invalid;
-    return Reason::ok;
-  }
-  if (d.prop != Prop::backward_data) return Reason::prop_unsupported;
-  if (!has_backward(d.alg)) return Reason::prop_unsupported;
-  const TensorDesc *x = d.desc(uses_dst(d.alg) ? Arg::dst : Arg::src), *dd = d.desc(Arg::diff_dst),
-                   *ds = d.desc(Arg::diff_src);
-  if (!x || !dd || !ds || !same_dims(*x, *dd) || !same_dims(*x, *ds)) return Reason::desc_invalid;
-  return Reason::ok;
+  return capture::dnn::check_eltwise_tensors(d);
 }
 
 void eltwise_run(const Call& c) {

@@ -4,49 +4,16 @@
 #include "backends/reference/dnn/detail.hpp"
 
 namespace sol::backends::reference::dnn {
-namespace {
-
-struct IpGeo {
-  int64_t n = 0, o = 0, k = 0;
-};
-
-// The x tensor (src or diff_src), the weights (or diff_weights) and the y tensor (dst or diff_dst).
-bool ip_geometry(const Desc& d, IpGeo& g) {
-  const bool bwd_data = d.prop == Prop::backward_data, bwd_w = d.prop == Prop::backward_weights;
-  const TensorDesc* x = d.desc(bwd_data ? Arg::diff_src : Arg::src);
-  const TensorDesc* w = d.desc(bwd_w ? Arg::diff_weights : Arg::weights);
-  const TensorDesc* y = d.desc(bwd_data || bwd_w ? Arg::diff_dst : Arg::dst);
-  if (!x || !w || !y) return false;
-  const Layout &xl = x->layout, &wl = w->layout, &yl = y->layout;
-  if (xl.ndims < 2 || wl.ndims != xl.ndims || yl.ndims != 2) return false;
-  g.n = xl.dims[0], g.o = wl.dims[0], g.k = 1;
-  for (int i = 1; i < xl.ndims; ++i) {
-    if (wl.dims[i] != xl.dims[i]) return false;
-    g.k *= xl.dims[i];
-  }
-  return yl.dims[0] == g.n && yl.dims[1] == g.o;
-}
-
-}  // namespace
+using capture::dnn::ip_geometry;
+using capture::dnn::IpGeometry;
 
 Reason ip_check(const Desc& d) noexcept {
-  switch (d.prop) {
-    case Prop::forward_training:
-    case Prop::forward_inference:
-    case Prop::backward_data:
-    case Prop::backward_weights: break;
-    default: return Reason::prop_unsupported;
-  }
-  IpGeo g;
-  if (!ip_geometry(d, g)) return Reason::desc_invalid;
-  const TensorDesc* b = d.desc(d.prop == Prop::backward_weights ? Arg::diff_bias : Arg::bias);
-  if (b && (b->layout.ndims != 1 || b->layout.dims[0] != g.o)) return Reason::desc_invalid;
-  return Reason::ok;
+  return capture::dnn::check_ip_tensors(d);
 }
 
 void ip_run(const Call& c) {
   const Desc& d = *c.desc;
-  IpGeo g;
+  IpGeometry g;
   ip_geometry(d, g);
   switch (d.prop) {
     case Prop::backward_data: {  // diff_src = diff_dst * W
@@ -90,19 +57,7 @@ void ip_run(const Call& c) {
 }
 
 Reason matmul_check(const Desc& d) noexcept {
-  if (d.prop != Prop::none && d.prop != Prop::forward_inference && d.prop != Prop::forward_training)
-    return Reason::prop_unsupported;
-  const TensorDesc *a = d.desc(Arg::src), *b = d.desc(Arg::weights), *y = d.desc(Arg::dst);
-  if (!a || !b || !y) return Reason::desc_invalid;
-  const int nd = y->layout.ndims;
-  if (nd < 2 || a->layout.ndims != nd || b->layout.ndims != nd) return Reason::desc_invalid;
-  const int64_t *ad = a->layout.dims, *bd = b->layout.dims, *yd = y->layout.dims;
-  if (ad[nd - 2] != yd[nd - 2] || bd[nd - 1] != yd[nd - 1] || ad[nd - 1] != bd[nd - 2]) return Reason::desc_invalid;
-  for (int i = 0; i < nd - 2; ++i)
-    if ((ad[i] != yd[i] && ad[i] != 1) || (bd[i] != yd[i] && bd[i] != 1)) return Reason::desc_invalid;
-  if (const TensorDesc* bias = d.desc(Arg::bias))
-    if (!broadcasts_to(*bias, *y)) return Reason::desc_invalid;
-  return Reason::ok;
+  return capture::dnn::check_matmul_tensors(d);
 }
 
 void matmul_run(const Call& c) {

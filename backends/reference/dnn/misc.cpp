@@ -35,10 +35,7 @@ void each_broadcast(const Shape& full, const int64_t* strides, F&& f) {
 // ---------------------------------------------------------------------------------------- binary
 
 Reason binary_check(const Desc& d) noexcept {
-  const TensorDesc *a = d.desc(Arg::src), *b = d.desc(Arg::src1), *y = d.desc(Arg::dst);
-  if (!is_binary(d.alg) || !a || !b || !y) return Reason::desc_invalid;
-  if (!broadcasts_to(*a, *y) || !broadcasts_to(*b, *y)) return Reason::desc_invalid;
-  return Reason::ok;
+  return capture::dnn::check_binary_tensors(d);
 }
 
 void binary_run(const Call& c) {

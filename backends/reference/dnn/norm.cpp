@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/common/dnn_workspace.hpp"
 #include "backends/reference/dnn/detail.hpp"
 
 namespace sol::backends::reference::dnn {
@@ -64,14 +65,8 @@ Reason norm_check(const Desc& d) noexcept {
   if (d.use_scale && !d.desc(Arg::scale)) return Reason::desc_invalid;
   if (d.use_shift && forward(d) && !d.desc(Arg::shift)) return Reason::desc_invalid;
   if (!forward(d) && !d.desc(Arg::diff_src)) return Reason::desc_invalid;
-  // The ReLU mask travels from forward_training to backward in the workspace (dnn.hpp).
-  const bool mask = d.fuse_relu && (d.prop == Prop::forward_training || !forward(d));
-  if (mask) {
-    const TensorDesc* ws = d.desc(Arg::workspace);
-    if (!ws) return Reason::desc_invalid;
-    if (ws->bytes * 8 < static_cast<size_t>(g.n * g.c * g.s)) return Reason::workspace_unsupported;
-  }
-  return Reason::ok;
+  // The ReLU mask travels from forward_training to backward in the workspace.
+  return check_bnorm_mask(d, g.n * g.c * g.s);
 }
 
 void norm_run(const Call& c) {
@@ -84,7 +79,7 @@ void norm_run(const Call& c) {
   std::vector<float> mean_in, var_in;
   if (stats_in) mean_in = gather(c, Arg::mean), var_in = gather(c, Arg::variance);
   const int ws_i = d.find(Arg::workspace);
-  const bool mask = d.fuse_relu && (d.prop == Prop::forward_training || !forward(d));
+  const bool mask = bnorm_mask(d);
   const int64_t nvalues = g.n * g.c * g.s;
   auto gamma = [&](int64_t p) { return d.use_scale ? scale[p] : 1.f; };
 

@@ -4,36 +4,13 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/common/dnn_workspace.hpp"
 #include "backends/reference/dnn/detail.hpp"
 
 namespace sol::backends::reference::dnn {
 namespace {
 
-struct Geo {
-  int64_t n = 1, c = 1;
-  int64_t x[3] = {1, 1, 1}, y[3] = {1, 1, 1}, k[3] = {1, 1, 1};
-  int64_t s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, p[3] = {0, 0, 0};
-  int64_t window() const { return k[0] * k[1] * k[2]; }
-};
-
-bool geometry(const Desc& d, Geo& g) {
-  const TensorDesc* xt = d.desc(forward(d) ? Arg::src : Arg::diff_src);
-  const TensorDesc* yt = d.desc(forward(d) ? Arg::dst : Arg::diff_dst);
-  if (!xt || !yt) return false;
-  const int nsp = d.nsp;
-  if (nsp < 1 || nsp > 3 || xt->layout.ndims != nsp + 2 || yt->layout.ndims != nsp + 2) return false;
-  g.n = xt->layout.dims[0], g.c = xt->layout.dims[1];
-  if (yt->layout.dims[0] != g.n || yt->layout.dims[1] != g.c) return false;
-  for (int i = 0; i < nsp; ++i) {
-    const int at = 3 - nsp + i;
-    g.x[at] = xt->layout.dims[2 + i], g.y[at] = yt->layout.dims[2 + i], g.k[at] = d.kernel[i];
-    g.s[at] = d.stride[i], g.d[at] = d.dilation[i], g.p[at] = d.pad_l[i];
-    if (g.k[at] < 1 || g.s[at] < 1 || g.d[at] < 1 || g.p[at] < 0 || d.pad_r[i] < 0) return false;
-    const int64_t room = g.x[at] + d.pad_l[i] + d.pad_r[i] - ((g.k[at] - 1) * g.d[at] + 1);
-    if (room < 0 || room / g.s[at] + 1 != g.y[at]) return false;
-  }
-  return true;
-}
+using Geo = capture::dnn::PoolGeometry;  // capture/dnn/validate.hpp
 
 // Kernel positions of output o along one dim that fall inside the input.
 int64_t valid(const Geo& g, int dim, int64_t o) {
@@ -75,7 +52,7 @@ void outputs(const Geo& g, F&& f) {
 }
 
 int64_t divisor(const Desc& d, const Geo& g, int64_t od, int64_t oh, int64_t ow) {
-  if (d.alg == Alg::pool_avg_include_padding) return g.window();
+  if (d.alg == Alg::pool_avg_include_padding) return g.volume();
   return valid(g, 0, od) * valid(g, 1, oh) * valid(g, 2, ow);
 }
 
@@ -108,27 +85,16 @@ void ws_elements(const TensorDesc& ws, F&& f) {
 }  // namespace
 
 Reason pooling_check(const Desc& d) noexcept {
-  if (d.alg != Alg::pool_max && d.alg != Alg::pool_avg_include_padding && d.alg != Alg::pool_avg_exclude_padding)
-    return Reason::desc_invalid;
-  if (!forward(d) && d.prop != Prop::backward_data) return Reason::prop_unsupported;
+  if (Reason r = capture::dnn::check_pool_tensors(d); r != Reason::ok) return r;
   Geo g;
-  if (!geometry(d, g)) return Reason::desc_invalid;
-  const TensorDesc* ws = d.desc(Arg::workspace);
-  const bool needs_ws = d.alg == Alg::pool_max && d.prop == Prop::backward_data;
-  if (needs_ws && !ws) return Reason::desc_invalid;
-  if (ws && d.alg == Alg::pool_max && d.prop != Prop::forward_inference) {
-    if (ws->dtype != DType::u8 && ws->dtype != DType::s32) return Reason::workspace_unsupported;
-    if (ws->dtype == DType::u8 && g.window() > 256) return Reason::workspace_unsupported;
-    const TensorDesc* y = d.desc(forward(d) ? Arg::dst : Arg::diff_dst);
-    if (!same_dims(*ws, *y)) return Reason::workspace_unsupported;
-  }
-  return Reason::ok;
+  capture::dnn::pool_geometry(d, g);
+  return check_pool_workspace(d, g.volume());
 }
 
 void pooling_run(const Call& c) {
   const Desc& d = *c.desc;
   Geo g;
-  geometry(d, g);
+  capture::dnn::pool_geometry(d, g);
   const int ws_i = d.find(Arg::workspace);
   const bool max = d.alg == Alg::pool_max;
 

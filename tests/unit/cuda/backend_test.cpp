@@ -7,8 +7,9 @@
 #include <memory>
 #include <string>
 
+#include "backends/common/device_costs.hpp"
 #include "backends/cuda/api.hpp"
-#include "backends/cuda/cost.hpp"
+#include "backends/cuda/device.hpp"
 #include "backends/cuda/transfer.hpp"
 #include "capture/blas/blas.hpp"
 #include "config/config.hpp"
@@ -23,6 +24,14 @@ namespace sol::test {
 namespace {
 
 using namespace sol::backends::cuda;
+using backends::kMaxJobOperands;
+using Costs = backends::DeviceCosts;
+using backends::predict_seconds;
+using backends::Shape;
+
+int describe(const capture::Node& node, Operand* ops) {
+  return backends::describe_operands<Operand, kMaxJobOperands>(node, ops);
+}
 
 bool missing_library(const std::string& why) {
   return why.find("cannot open shared object file") != std::string::npos;

@@ -9,10 +9,8 @@
 #include <vector>
 
 #include "blas_calls.hpp"
-#include "config/config.hpp"
-#include "harness.hpp"
+#include "device_fixture.hpp"
 #include "hal/backend.hpp"
-#include "reference_blas.hpp"
 
 namespace sol::backends::cuda {
 std::unique_ptr<hal::Backend> create();
@@ -23,30 +21,10 @@ namespace {
 
 using hal::Reason;
 
-hal::Backend* shared_backend(std::string& why) {
-  static std::string reason;
-  static std::unique_ptr<hal::Backend> backend = [] {
-    auto b = backends::cuda::create();
-    if (!b->init(test_config(make_temp_dir()), reason)) b.reset();
-    return b;
-  }();
-  why = reason;
-  return backend.get();
-}
+inline constexpr char kCudaApi[] = "CUDA";
 
 template <class Base>
-class WithCuda : public Base {
- protected:
-  void SetUp() override {
-    std::string why;
-    backend_ = shared_backend(why);
-    if (!backend_) GTEST_SKIP() << "no usable CUDA device: " << why;
-    reference_ = shared_reference(why);
-    ASSERT_NE(reference_, nullptr) << why;
-  }
-  hal::Backend* backend_ = nullptr;
-  ReferenceBlas* reference_ = nullptr;
-};
+using WithCuda = WithDevice<Base, backends::cuda::create, kCudaApi>;
 
 bool in_cublas(const char* routine) {
   return std::strcmp(routine, "sdsdot") != 0 && std::strcmp(routine, "dsdot") != 0;
@@ -62,17 +40,7 @@ std::vector<const char*> cublas_routines() {
 using BlasRoutine = WithCuda<::testing::TestWithParam<const char*>>;
 
 TEST_P(BlasRoutine, MatchesReference) {
-  const std::vector<Call> calls = blas_calls(GetParam());
-  ASSERT_FALSE(calls.empty());
-  int failures = 0;
-  unsigned seed = 1;
-  for (const Call& call : calls) {
-    const std::string diff = compare_with_reference(*backend_, *reference_, call, seed++);
-    if (!diff.empty()) {
-      ADD_FAILURE() << call.describe() << "\n  " << diff;
-      if (++failures == 10) break;
-    }
-  }
+  expect_routine_matches_reference(*backend_, *reference_, GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllRoutines, BlasRoutine, ::testing::ValuesIn(cublas_routines()),
@@ -90,17 +58,7 @@ TEST_F(Cuda, DeclinesWhatCublasLacks) {
 }
 
 TEST_F(Cuda, DeviceMemoryRoundTrip) {
-  hal::DeviceMemory* mem = backend_->memory();
-  ASSERT_NE(mem, nullptr);
-  std::vector<double> up(1000), down(1000);
-  for (size_t i = 0; i < up.size(); ++i) up[i] = 0.5 * static_cast<double>(i);
-  void* d = mem->alloc(up.size() * sizeof(double));
-  ASSERT_NE(d, nullptr);
-  EXPECT_TRUE(mem->copy_to_device(d, up.data(), up.size() * sizeof(double)));
-  EXPECT_TRUE(mem->copy_to_host(down.data(), d, down.size() * sizeof(double)));
-  EXPECT_TRUE(mem->sync());
-  mem->free(d);
-  EXPECT_EQ(up, down);
+  expect_device_memory_round_trip(*backend_);
 }
 
 TEST_F(Cuda, IsAnAcceleratorWithMeasuredCosts) {

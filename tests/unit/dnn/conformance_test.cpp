@@ -23,56 +23,16 @@
 
 #include "capture/ir/dnn.hpp"
 #include "config/config.hpp"
-#include "harness.hpp"
 #include "hal/registry.hpp"
+#include "harness.hpp"
 #include "interpose/dnnl/dnnl.hpp"
+#include "onednn.hpp"
 
 namespace sol::test {
 namespace {
 
 namespace ir = capture::dnn;
 using hal::Reason;
-using Dims = std::vector<dnnl_dim_t>;
-
-// ------------------------------------------------------------------------------------ oneDNN
-
-dnnl_engine_t engine() {
-  static dnnl_engine_t e = [] {
-    dnnl_engine_t x = nullptr;
-    dnnl_engine_create(&x, dnnl_cpu, 0);
-    return x;
-  }();
-  return e;
-}
-
-dnnl_stream_t stream() {
-  static dnnl_stream_t s = [] {
-    dnnl_stream_t x = nullptr;
-    dnnl_stream_create(&x, engine(), dnnl_stream_default_flags);
-    return x;
-  }();
-  return s;
-}
-
-dnnl_memory_desc_t md(const Dims& dims, dnnl_format_tag_t tag, dnnl_data_type_t dt = dnnl_f32) {
-  dnnl_memory_desc_t m{};
-  EXPECT_EQ(dnnl_memory_desc_init_by_tag(&m, static_cast<int>(dims.size()), dims.data(), dt, tag), dnnl_success);
-  return m;
-}
-
-dnnl_format_tag_t plain_tag(int ndims) {
-  static const dnnl_format_tag_t tags[] = {dnnl_format_tag_undef, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde,
-                                           dnnl_abcdef};
-  return tags[ndims];
-}
-
-// A primitive descriptor from an operation descriptor; nullptr (and a failure) if oneDNN refuses.
-dnnl_primitive_desc_t pd_of(const void* op_desc, const_dnnl_primitive_desc_t hint = nullptr,
-                            const_dnnl_primitive_attr_t attr = nullptr) {
-  dnnl_primitive_desc_t pd = nullptr;
-  EXPECT_EQ(dnnl_primitive_desc_create(&pd, op_desc, attr, engine(), hint), dnnl_success);
-  return pd;
-}
 
 // Output scale and post-ops, built up by the cases.
 struct Attr {
@@ -131,90 +91,12 @@ double tolerance(const Case& c) {
   return 2e-6 * std::sqrt(std::max(1.0, c.k)) + 2e-6;
 }
 
-// A tensor of one side: its bytes with guard zones of NaN around them.
-constexpr size_t kGuard = 64;  // bytes on each side
-struct Buffer {
-  std::vector<unsigned char> bytes;  // guard, tensor, guard
-  dnnl_memory_t memory = nullptr;
-  unsigned char* data() { return bytes.data() + kGuard; }
-  ~Buffer() {
-    if (memory) dnnl_memory_destroy(memory);
-  }
-};
-
-void fill_nan(unsigned char* p, size_t n) {
-  const uint32_t nan = 0x7fc00bad;
-  for (size_t i = 0; i + 4 <= n; i += 4) std::memcpy(p + i, &nan, 4);
-  for (size_t i = n / 4 * 4; i < n; ++i) p[i] = 0xff;
-}
-
-// Random logical values in the tensor's own layout (padding zero, as a native reorder writes it).
-void fill_random(const dnnl_memory_desc_t& target, void* data, unsigned seed, bool positive) {
-  const dnnl_memory_desc_t plain = md(Dims(target.dims, target.dims + target.ndims), plain_tag(target.ndims));
-  std::vector<float> values(dnnl_memory_desc_get_size(&plain) / sizeof(float));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(positive ? 0.1f : -1.f, positive ? 2.f : 1.f);
-  for (float& v : values) v = dist(rng);
-  dnnl_memory_t from = nullptr, to = nullptr;
-  dnnl_memory_create(&from, &plain, engine(), values.data());
-  dnnl_memory_create(&to, &target, engine(), data);
-  dnnl_primitive_desc_t rpd = nullptr;
-  ASSERT_EQ(dnnl_reorder_primitive_desc_create(&rpd, &plain, engine(), &target, engine(), nullptr), dnnl_success);
-  dnnl_primitive_t r = nullptr;
-  dnnl_primitive_create(&r, rpd);
-  dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-  dnnl_primitive_execute(r, stream(), 2, args);
-  dnnl_stream_wait(stream());
-  dnnl_primitive_destroy(r);
-  dnnl_primitive_desc_destroy(rpd);
-  dnnl_memory_destroy(from);
-  dnnl_memory_destroy(to);
-}
-
-// Every argument a primitive may take, queried from its descriptor. Only binary post-ops have an
-// argument: oneDNN answers the query for the others with whatever their entry holds.
-std::vector<int> candidate_args(dnnl_primitive_desc_t pd) {
-  int n_multi = 0;
-  while (dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, DNNL_ARG_MULTIPLE_SRC + n_multi)->ndims) ++n_multi;
-  std::vector<int> args = {DNNL_ARG_SRC,        DNNL_ARG_SRC_1,       DNNL_ARG_WEIGHTS,    DNNL_ARG_BIAS,
-                           DNNL_ARG_DST,        DNNL_ARG_DIFF_SRC,    DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS,
-                           DNNL_ARG_DIFF_DST,   DNNL_ARG_MEAN,        DNNL_ARG_VARIANCE,   DNNL_ARG_SCALE,
-                           DNNL_ARG_SHIFT,      DNNL_ARG_DIFF_SCALE,  DNNL_ARG_DIFF_SHIFT, DNNL_ARG_WORKSPACE};
-  for (int i = 0; i < n_multi; ++i) args.push_back(DNNL_ARG_MULTIPLE_SRC + i);
-  const_dnnl_primitive_attr_t attr = nullptr;
-  const_dnnl_post_ops_t po = nullptr;
-  if (dnnl_primitive_desc_get_attr(pd, &attr) == dnnl_success && attr &&
-      dnnl_primitive_attr_get_post_ops(attr, &po) == dnnl_success && po)
-    for (int i = 0; i < dnnl_post_ops_len(po); ++i)
-      if (dnnl_post_ops_get_kind(po, i) == dnnl_binary)
-        args.push_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1);
-  return args;
-}
-
 // The buffers of one primitive execution on both sides.
 struct Execution {
   dnnl_primitive_desc_t pd = nullptr;
   std::map<int, dnnl_memory_desc_t> mds;
-  std::map<int, std::unique_ptr<Buffer>> native, backend;
-
-  std::vector<dnnl_exec_arg_t> args(std::map<int, std::unique_ptr<Buffer>>& side) {
-    std::vector<dnnl_exec_arg_t> out;
-    for (auto& [arg, buf] : side) out.push_back({arg, buf->memory});
-    return out;
-  }
+  Args native, backend;
 };
-
-std::unique_ptr<Buffer> make_buffer(const dnnl_memory_desc_t& m) {
-  auto b = std::make_unique<Buffer>();
-  const size_t size = dnnl_memory_desc_get_size(&m);
-  b->bytes.resize(size + 2 * kGuard);
-  // Each part from its own start, so that a guard's pattern does not depend on the tensor's size.
-  fill_nan(b->bytes.data(), kGuard);
-  fill_nan(b->data(), size);
-  fill_nan(b->data() + size, kGuard);
-  dnnl_memory_create(&b->memory, &m, engine(), b->data());
-  return b;
-}
 
 bool contains(const std::vector<int>& v, int x) {
   return std::find(v.begin(), v.end(), x) != v.end();
@@ -223,12 +105,12 @@ bool contains(const std::vector<int>& v, int x) {
 // Allocates and fills every argument of `pd`. Inputs that `previous` (the forward pass) also had
 // take its native values on both sides, except the workspace, which each side takes from its own.
 void prepare(Execution& ex, const Case& c, const std::vector<int>& outputs, Execution* previous, unsigned seed) {
-  for (int arg : candidate_args(ex.pd)) {
+  for (int arg : exec_arg_kinds(ex.pd)) {
     const dnnl_memory_desc_t* m = dnnl_primitive_desc_query_md(ex.pd, dnnl_query_exec_arg_md, arg);
     if (!m || m->ndims == 0) continue;
     ex.mds[arg] = *m;
-    ex.native[arg] = make_buffer(*m);
-    ex.backend[arg] = make_buffer(*m);
+    ex.native[arg] = std::make_unique<Buffer>(*m);
+    ex.backend[arg] = std::make_unique<Buffer>(*m);
     const bool input = !contains(outputs, arg) || (arg == DNNL_ARG_DST && c.dst_is_input);
     if (!input) continue;
     const size_t size = dnnl_memory_desc_get_size(m);
@@ -240,40 +122,9 @@ void prepare(Execution& ex, const Case& c, const std::vector<int>& outputs, Exec
       continue;
     }
     const bool positive = c.positive || arg == DNNL_ARG_VARIANCE;
-    fill_random(*m, ex.native[arg]->data(), seed + static_cast<unsigned>(arg) * 7919u, positive);
+    fill_random(*ex.native[arg], seed + static_cast<unsigned>(arg) * 7919u, positive);
     std::memcpy(ex.backend[arg]->data(), ex.native[arg]->data(), size);
   }
-}
-
-std::string run_native(Execution& ex) {
-  dnnl_primitive_t p = nullptr;
-  if (dnnl_primitive_create(&p, ex.pd) != dnnl_success) return "dnnl_primitive_create failed";
-  std::vector<dnnl_exec_arg_t> args = ex.args(ex.native);
-  const dnnl_status_t st = dnnl_primitive_execute(p, stream(), static_cast<int>(args.size()), args.data());
-  dnnl_stream_wait(stream());
-  dnnl_primitive_destroy(p);
-  return st == dnnl_success ? "" : "native execution failed";
-}
-
-// Runs `ex` on the backend. ok, or the reason it declined / failed; `why` for frontend failures.
-Reason run_backend(hal::Backend& backend, Execution& ex, std::string& why) {
-  const auto info = interpose::dnnl::describe(ex.pd);
-  if (!info || !info->node) {
-    why = "the frontend did not describe it: " + (info ? info->why_not : std::string("describe() failed"));
-    return Reason::internal_error;
-  }
-  std::vector<dnnl_exec_arg_t> args = ex.args(ex.backend);
-  ir::Call call;
-  const char* bind_why = nullptr;
-  if (!interpose::dnnl::bind_call(*info, static_cast<int>(args.size()), args.data(), call, &bind_why)) {
-    why = std::string("bind_call failed: ") + (bind_why ? bind_why : "?");
-    return Reason::internal_error;
-  }
-  const ir::Desc& desc = *info->node;
-  capture::Node node(capture::Sym::dnnl_primitive_execute, desc.kind, desc.dtype);
-  node.dnn = &call;
-  if (Reason r = backend.supports(node); r != Reason::ok) return r;
-  return backend.run(node);
 }
 
 float element(const dnnl_memory_desc_t& m, const unsigned char* p, size_t i) {
@@ -299,11 +150,7 @@ std::string compare(Execution& ex, const Case& c, const std::vector<int>& output
   for (auto& [arg, buf] : ex.backend) {
     const dnnl_memory_desc_t& m = ex.mds[arg];
     const size_t size = dnnl_memory_desc_get_size(&m);
-    std::vector<unsigned char> guard(kGuard);
-    fill_nan(guard.data(), kGuard);
-    if (std::memcmp(buf->bytes.data(), guard.data(), kGuard) ||
-        std::memcmp(buf->bytes.data() + kGuard + size, guard.data(), kGuard))
-      out += "arg " + std::to_string(arg) + ": a guard zone was written\n";
+    if (!buf->guards_intact()) out += "arg " + std::to_string(arg) + ": a guard zone was written\n";
     if (!contains(outputs, arg)) {
       if (std::memcmp(buf->bytes.data(), inputs_before.at(arg).data(), buf->bytes.size()))
         out += "input arg " + std::to_string(arg) + " was modified\n";
@@ -408,7 +255,6 @@ std::function<dnnl_primitive_desc_t()> conv_pd(bool deconv, dnnl_prop_kind_t pro
       if (a) dnnl_primitive_attr_destroy(a);
       return pd;
     }
-    dnnl_primitive_desc_t hint = pd_of(&fwd);
     if (prop == dnnl_backward_data) {
       auto init = deconv ? dnnl_dilated_deconvolution_backward_data_desc_init
                          : dnnl_dilated_convolution_backward_data_desc_init;
@@ -418,9 +264,7 @@ std::function<dnnl_primitive_desc_t()> conv_pd(bool deconv, dnnl_prop_kind_t pro
                          : dnnl_dilated_convolution_backward_weights_desc_init;
       EXPECT_EQ(init(&d, alg, &src_md, &wei_md, b, &dst_md, S, D, PL, PR), dnnl_success);
     }
-    dnnl_primitive_desc_t pd = pd_of(&d, hint);
-    dnnl_primitive_desc_destroy(hint);
-    return pd;
+    return bwd_pd(&fwd, &d);
   };
 }
 
@@ -489,12 +333,9 @@ void add_ip_matmul_cases(std::vector<Case>& cases) {
         if (a) dnnl_primitive_attr_destroy(a);
         return pd;
       }
-      dnnl_primitive_desc_t hint = pd_of(&fwd);
       if (prop == dnnl_backward_data) dnnl_inner_product_backward_data_desc_init(&bwd, &s, &w, &d);
       else dnnl_inner_product_backward_weights_desc_init(&bwd, &s, &w, &b, &d);
-      dnnl_primitive_desc_t pd = pd_of(&bwd, hint);
-      dnnl_primitive_desc_destroy(hint);
-      return pd;
+      return bwd_pd(&fwd, &bwd);
     };
   };
   const Dims s4 = {3, 13, 4, 5};  // K = 260 over channels and spatial dims
@@ -582,11 +423,8 @@ void add_eltwise_cases(std::vector<Case>& cases) {
         dnnl_eltwise_desc_t f{}, b{};
         dnnl_eltwise_forward_desc_init(&f, dnnl_forward_training, al.alg, &m, al.a, al.b);
         if (!bwd) return pd_of(&f);
-        dnnl_primitive_desc_t hint = pd_of(&f);
         dnnl_eltwise_backward_desc_init(&b, al.alg, &m, &m, al.a, al.b);
-        dnnl_primitive_desc_t pd = pd_of(&b, hint);
-        dnnl_primitive_desc_destroy(hint);
-        return pd;
+        return bwd_pd(&f, &b);
       };
     };
     Case f{std::string("eltwise_fwd_") + al.name, make(false), {}, {DNNL_ARG_DST}, 4};
@@ -634,11 +472,8 @@ void add_pooling_cases(std::vector<Case>& cases) {
         dnnl_pooling_v2_desc_t f{}, b{};
         dnnl_pooling_v2_forward_desc_init(&f, prop, p.alg, &s, &d, S, K, D, PL, PR);
         if (!bwd) return pd_of(&f);
-        dnnl_primitive_desc_t hint = pd_of(&f);
         dnnl_pooling_v2_backward_desc_init(&b, p.alg, &s, &d, S, K, D, PL, PR);
-        dnnl_primitive_desc_t pd = pd_of(&b, hint);
-        dnnl_primitive_desc_destroy(hint);
-        return pd;
+        return bwd_pd(&f, &b);
       };
     };
     double k = 1;
@@ -660,11 +495,8 @@ void add_norm_cases(std::vector<Case>& cases) {
       const dnnl_prop_kind_t fprop = prop == dnnl_forward_inference ? prop : dnnl_forward_training;
       dnnl_batch_normalization_forward_desc_init(&f, fprop, &m, 1e-3f, flags);
       if (prop == fprop) return pd_of(&f);
-      dnnl_primitive_desc_t hint = pd_of(&f);
       dnnl_batch_normalization_backward_desc_init(&b, prop, &m, &m, 1e-3f, flags);
-      dnnl_primitive_desc_t pd = pd_of(&b, hint);
-      dnnl_primitive_desc_destroy(hint);
-      return pd;
+      return bwd_pd(&f, &b);
     };
   };
   const unsigned ss = dnnl_use_scale | dnnl_use_shift;
@@ -694,11 +526,8 @@ void add_norm_cases(std::vector<Case>& cases) {
       const dnnl_prop_kind_t fprop = prop == dnnl_forward_inference ? prop : dnnl_forward_training;
       dnnl_layer_normalization_forward_desc_init(&f, fprop, &m, &stat, 1e-4f, flags);
       if (prop == fprop) return pd_of(&f);
-      dnnl_primitive_desc_t hint = pd_of(&f);
       dnnl_layer_normalization_backward_desc_init(&b, prop, &m, &m, &stat, 1e-4f, flags);
-      dnnl_primitive_desc_t pd = pd_of(&b, hint);
-      dnnl_primitive_desc_destroy(hint);
-      return pd;
+      return bwd_pd(&f, &b);
     };
   };
   cases.push_back({"lnorm_fwd_train", ln(dnnl_forward_training, ss, {4, 3, 37}), {}, stats_out, 37});
@@ -720,11 +549,8 @@ void add_softmax_cases(std::vector<Case>& cases) {
           dnnl_softmax_v2_desc_t f{}, b{};
           dnnl_softmax_v2_forward_desc_init(&f, dnnl_forward_training, alg, &m, &m, axis);
           if (!bwd) return pd_of(&f);
-          dnnl_primitive_desc_t hint = pd_of(&f);
           dnnl_softmax_v2_backward_desc_init(&b, alg, &m, &m, &m, axis);
-          dnnl_primitive_desc_t pd = pd_of(&b, hint);
-          dnnl_primitive_desc_destroy(hint);
-          return pd;
+          return bwd_pd(&f, &b);
         };
       };
       const std::string name = std::string(log ? "logsoftmax" : "softmax") + "_axis" + std::to_string(axis);
@@ -733,6 +559,7 @@ void add_softmax_cases(std::vector<Case>& cases) {
     }
 }
 
+// binary, sum, concat, reorder.
 void add_misc_cases(std::vector<Case>& cases) {
   // binary: every algorithm, src1 broadcast per channel; one full-size case with post-ops.
   const std::pair<const char*, dnnl_alg_kind_t> bins[] = {
@@ -817,19 +644,18 @@ void add_misc_cases(std::vector<Case>& cases) {
   Case rc{"reorder_oscale_sum", reorder({3, 16, 2, 2}, dnnl_nchw, dnnl_nChw8c, dnnl_f32, ra), {}, {DNNL_ARG_DST}, 2};
   rc.dst_is_input = true;
   cases.push_back(rc);
+}
 
-  // shuffle, lrn, prelu, reduction
+// shuffle, lrn, prelu, reduction.
+void add_rare_cases(std::vector<Case>& cases) {
   auto shuffle = [](bool bwd, int axis, dnnl_dim_t group) {
     return [=]() -> dnnl_primitive_desc_t {
       const dnnl_memory_desc_t m = md({2, 12, 3, 4}, dnnl_nchw);
       dnnl_shuffle_desc_t f{}, b{};
       dnnl_shuffle_forward_desc_init(&f, dnnl_forward_training, &m, axis, group);
       if (!bwd) return pd_of(&f);
-      dnnl_primitive_desc_t hint = pd_of(&f);
       dnnl_shuffle_backward_desc_init(&b, &m, axis, group);
-      dnnl_primitive_desc_t pd = pd_of(&b, hint);
-      dnnl_primitive_desc_destroy(hint);
-      return pd;
+      return bwd_pd(&f, &b);
     };
   };
   cases.push_back({"shuffle_fwd_c_g3", shuffle(false, 1, 3), {}, {DNNL_ARG_DST}, 1});
@@ -852,11 +678,8 @@ void add_misc_cases(std::vector<Case>& cases) {
       dnnl_prelu_desc_t f{}, b{};
       dnnl_prelu_forward_desc_init(&f, dnnl_forward_training, &m, &wm);
       if (!bwd) return pd_of(&f);
-      dnnl_primitive_desc_t hint = pd_of(&f);
       dnnl_prelu_backward_desc_init(&b, &m, &wm, &m, &wm);
-      dnnl_primitive_desc_t pd = pd_of(&b, hint);
-      dnnl_primitive_desc_destroy(hint);
-      return pd;
+      return bwd_pd(&f, &b);
     };
   };
   cases.push_back({"prelu_fwd_per_channel", prelu(false, {1, 6, 1, 1}), {}, {DNNL_ARG_DST}, 1});
@@ -888,17 +711,13 @@ const std::vector<Case>& all_cases() {
     add_norm_cases(c);
     add_softmax_cases(c);
     add_misc_cases(c);
+    add_rare_cases(c);
     return c;
   }();
   return cases;
 }
 
 // ---------------------------------------------------------------------------------- the tests
-
-void bind_frontend() {
-  static const bool bound = interpose::dnnl::bind(reinterpret_cast<const void*>(&dnnl_primitive_desc_query));
-  ASSERT_TRUE(bound);
-}
 
 class Conformance : public testing::TestWithParam<std::tuple<std::string, int>> {};
 
@@ -926,8 +745,8 @@ TEST_P(Conformance, MatchesNative) {
     fwd.pd = c.make_forward();
     ASSERT_NE(fwd.pd, nullptr);
     prepare(fwd, c, {DNNL_ARG_DST, DNNL_ARG_WORKSPACE, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE}, nullptr, seed);
-    ASSERT_EQ(run_native(fwd), "");
-    const Reason r = run_backend(*backend, fwd, why);
+    ASSERT_EQ(run_native(fwd.pd, fwd.native), "");
+    const Reason r = run_on(*backend, fwd.pd, fwd.backend, nullptr, &why);
     if (r != Reason::ok && !must_take(backend_name)) GTEST_SKIP() << "forward declined: " << reason_string(r);
     ASSERT_EQ(r, Reason::ok) << reason_string(r) << " " << why;
   }
@@ -938,8 +757,8 @@ TEST_P(Conformance, MatchesNative) {
   prepare(ex, c, c.outputs, c.make_forward ? &fwd : nullptr, seed + 1);
   std::map<int, std::vector<unsigned char>> before;
   for (auto& [arg, buf] : ex.backend) before[arg] = buf->bytes;
-  ASSERT_EQ(run_native(ex), "");
-  const Reason r = run_backend(*backend, ex, why);
+  ASSERT_EQ(run_native(ex.pd, ex.native), "");
+  const Reason r = run_on(*backend, ex.pd, ex.backend, nullptr, &why);
   if (r != Reason::ok && !must_take(backend_name) && r != Reason::internal_error && r != Reason::device_error)
     GTEST_SKIP() << backend_name << " declines: " << reason_string(r);
   ASSERT_EQ(r, Reason::ok) << reason_string(r) << " " << why;
@@ -1041,10 +860,8 @@ TEST(ReferenceDeclines, AttributesOnBackwardAndLrnBackward) {
   const dnnl_memory_desc_t m = md({2, 10, 6, 5}, dnnl_nchw);
   dnnl_lrn_desc_t f{}, b{};
   dnnl_lrn_forward_desc_init(&f, dnnl_forward_training, dnnl_lrn_across_channels, &m, 5, 1e-1f, 0.75f, 1.f);
-  dnnl_primitive_desc_t hint = pd_of(&f);
   dnnl_lrn_backward_desc_init(&b, dnnl_lrn_across_channels, &m, &m, 5, 1e-1f, 0.75f, 1.f);
-  Described y = describe_pd(pd_of(&b, hint));
-  dnnl_primitive_desc_destroy(hint);
+  Described y = describe_pd(bwd_pd(&f, &b));
   EXPECT_EQ(supports(y.desc), Reason::prop_unsupported);
 }
 

@@ -1,9 +1,6 @@
 // capture::dnnl with real oneDNN primitives: descriptions checked against hand-computed strings,
 // flops and bytes, and every problem string against what oneDNN's own verbose mode prints for the
 // same execution.
-#include "capture/dnn/operands.hpp"
-#include "interpose/dnnl/dnnl.hpp"
-
 #include <gtest/gtest.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -18,43 +15,19 @@
 #include <thread>
 #include <vector>
 
+#include "capture/dnn/operands.hpp"
+#include "interpose/dnnl/dnnl.hpp"
+#include "onednn.hpp"
+
 namespace sol::interpose::dnnl {
 namespace {
 
 namespace blas = capture::blas;
 using capture::DnnlExec;
-
-dnnl_engine_t engine() {
-  static dnnl_engine_t e = [] {
-    dnnl_engine_t x = nullptr;
-    dnnl_engine_create(&x, dnnl_cpu, 0);
-    return x;
-  }();
-  return e;
-}
-
-dnnl_stream_t stream() {
-  static dnnl_stream_t s = [] {
-    dnnl_stream_t x = nullptr;
-    dnnl_stream_create(&x, engine(), dnnl_stream_default_flags);
-    return x;
-  }();
-  return s;
-}
-
-dnnl_memory_desc_t md(std::vector<dnnl_dim_t> dims, dnnl_format_tag_t tag, dnnl_data_type_t dt = dnnl_f32) {
-  dnnl_memory_desc_t m{};
-  EXPECT_EQ(dnnl_memory_desc_init_by_tag(&m, static_cast<int>(dims.size()), dims.data(), dt, tag),
-            dnnl_success);
-  return m;
-}
-
-dnnl_primitive_desc_t pd_of(const void* op_desc, const_dnnl_primitive_desc_t hint = nullptr,
-                            const_dnnl_primitive_attr_t attr = nullptr) {
-  dnnl_primitive_desc_t pd = nullptr;
-  EXPECT_EQ(dnnl_primitive_desc_create(&pd, op_desc, attr, engine(), hint), dnnl_success);
-  return pd;
-}
+using test::engine;  // the oneDNN fixtures (tests/unit/support/onednn.hpp)
+using test::md;
+using test::pd_of;
+using test::stream;
 
 // The problem token of a shape: the only one without '='.
 std::string problem_of(const std::string& shape) {
@@ -379,8 +352,9 @@ dnnl_primitive_desc_t conv_post_ops() {
   return pd;
 }
 
-const std::vector<Case>& cases() {
-  static const std::vector<Case> all = {
+// Convolution, deconvolution, inner product, matmul and reorder.
+std::vector<Case> weighted_cases() {
+  return {
       {"conv", conv_plain, "convolution",
        "prop=forward_inference mb32_ic3oc16_ih32oh32kh3sh1dh0ph1_iw32ow32kw3sw1dw0pw1 src=f32:abcd "
        "wei=f32:abcd "
@@ -436,6 +410,12 @@ const std::vector<Case>& cases() {
          return reorder(md({64, 32}, dnnl_ab), md({64, 32}, dnnl_ba, dnnl_s8));
        },
        "reorder", "prop=undef 64x32 src=f32:ab dst=s8:ba", 2048, 8192 + 2048},
+  };
+}
+
+// Eltwise, pooling, the normalizations, softmax, the multi-input kinds and the rest.
+std::vector<Case> other_cases() {
+  return {
       {"relu", [] { return eltwise(dnnl_eltwise_relu, 0, 0, dnnl_forward_training); }, "eltwise",
        "prop=forward_training alg=eltwise_relu alpha=0 beta=0 32x16x32x32 src=f32:abcd dst=f32:abcd", 524288,
        2 * 2097152},
@@ -515,6 +495,14 @@ const std::vector<Case>& cases() {
        "src=f32:abcd wei=f32:abcd po_src=f32:abcd dst=f32:abcd",
        2.0 * 2 * 8 * 64 * 8, 4096 + 256 + 32 + 2 * 4096},
   };
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = [] {
+    std::vector<Case> c = weighted_cases();
+    for (Case& x : other_cases()) c.push_back(std::move(x));
+    return c;
+  }();
   return all;
 }
 

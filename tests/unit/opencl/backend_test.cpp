@@ -155,17 +155,7 @@ TEST_F(Opencl, Nrm2ScalesLikeReference) {
 }
 
 TEST_F(Opencl, DeviceMemoryRoundTrip) {
-  hal::DeviceMemory* mem = backend_->memory();
-  ASSERT_NE(mem, nullptr);
-  std::vector<double> in(1000), out(1000, 0.0);
-  for (size_t i = 0; i < in.size(); ++i) in[i] = 0.5 * static_cast<double>(i);
-  void* dev = mem->alloc(in.size() * sizeof(double));
-  ASSERT_NE(dev, nullptr);
-  EXPECT_TRUE(mem->copy_to_device(dev, in.data(), in.size() * sizeof(double)));
-  EXPECT_TRUE(mem->copy_to_host(out.data(), dev, out.size() * sizeof(double)));
-  EXPECT_TRUE(mem->sync());
-  mem->free(dev);
-  EXPECT_EQ(in, out);
+  expect_device_memory_round_trip(*backend_);
 }
 
 // OpenCL state does not survive fork(): a child declines with `forked` (the executor then

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <string>
-#include <vector>
 
 #include "blas_calls.hpp"
 #include "fixture.hpp"
@@ -17,17 +16,7 @@ namespace {
 using BlasRoutine = WithOpencl<::testing::TestWithParam<const char*>>;
 
 TEST_P(BlasRoutine, MatchesReference) {
-  const std::vector<Call> calls = blas_calls(GetParam());
-  ASSERT_FALSE(calls.empty());
-  int failures = 0;
-  unsigned seed = 1;
-  for (const Call& call : calls) {
-    const std::string diff = compare_with_reference(*backend_, *reference_, call, seed++);
-    if (!diff.empty()) {
-      ADD_FAILURE() << call.describe() << "\n  " << diff;
-      if (++failures == 10) break;
-    }
-  }
+  expect_routine_matches_reference(*backend_, *reference_, GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllRoutines, BlasRoutine, ::testing::ValuesIn(kBlasRoutines),

@@ -18,7 +18,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -26,136 +25,18 @@
 #include "config/config.hpp"
 #include "fixture.hpp"
 #include "interpose/dnnl/dnnl.hpp"
+#include "onednn.hpp"
 
 namespace sol::test {
 namespace {
 
 namespace ir = capture::dnn;
 using hal::Reason;
-using Dims = std::vector<dnnl_dim_t>;
-
-dnnl_engine_t engine() {
-  static dnnl_engine_t e = [] {
-    dnnl_engine_t x = nullptr;
-    dnnl_engine_create(&x, dnnl_cpu, 0);
-    return x;
-  }();
-  return e;
-}
-
-dnnl_stream_t stream() {
-  static dnnl_stream_t s = [] {
-    dnnl_stream_t x = nullptr;
-    dnnl_stream_create(&x, engine(), dnnl_stream_default_flags);
-    return x;
-  }();
-  return s;
-}
-
-dnnl_memory_desc_t md(const Dims& dims, dnnl_format_tag_t tag, dnnl_data_type_t dt = dnnl_f32) {
-  dnnl_memory_desc_t m{};
-  EXPECT_EQ(dnnl_memory_desc_init_by_tag(&m, static_cast<int>(dims.size()), dims.data(), dt, tag),
-            dnnl_success);
-  return m;
-}
-
-dnnl_primitive_desc_t pd_of(const void* op_desc, const_dnnl_primitive_desc_t hint = nullptr,
-                            const_dnnl_primitive_attr_t attr = nullptr) {
-  dnnl_primitive_desc_t pd = nullptr;
-  EXPECT_EQ(dnnl_primitive_desc_create(&pd, op_desc, attr, engine(), hint), dnnl_success);
-  return pd;
-}
-
-// A backward primitive descriptor with its forward one as the hint.
-dnnl_primitive_desc_t bwd_pd(const void* fwd_desc, const void* bwd_desc) {
-  dnnl_primitive_desc_t hint = pd_of(fwd_desc);
-  dnnl_primitive_desc_t pd = pd_of(bwd_desc, hint);
-  dnnl_primitive_desc_destroy(hint);
-  return pd;
-}
-
-constexpr size_t kGuard = 64;  // NaN bytes on each side of a tensor
-
-void fill_nan(unsigned char* p, size_t n) {
-  const uint32_t nan = 0x7fc00bad;
-  for (size_t i = 0; i + 4 <= n; i += 4) std::memcpy(p + i, &nan, 4);
-  for (size_t i = n / 4 * 4; i < n; ++i) p[i] = 0xff;
-}
-
-// One argument's bytes (guard, tensor, guard) and its oneDNN memory.
-struct Buffer {
-  dnnl_memory_desc_t md{};
-  std::vector<unsigned char> bytes;
-  dnnl_memory_t memory = nullptr;
-  size_t size() const { return bytes.size() - 2 * kGuard; }
-  unsigned char* data() { return bytes.data() + kGuard; }
-  const float* f32() { return reinterpret_cast<const float*>(data()); }
-  // `at_least`: a view into a larger tensor (a submemory) reaches past dnnl_memory_desc_get_size.
-  explicit Buffer(const dnnl_memory_desc_t& m, size_t at_least = 0)
-      : md(m), bytes(std::max(dnnl_memory_desc_get_size(&m), at_least) + 2 * kGuard) {
-    // Each zone filled from its own start: the trailing guard's pattern must not depend on the
-    // tensor's size (a u8 workspace of 90 bytes would shift it by two).
-    fill_nan(bytes.data(), kGuard);
-    fill_nan(data(), size());
-    fill_nan(data() + size(), kGuard);
-    dnnl_memory_create(&memory, &md, engine(), data());
-  }
-  Buffer(const Buffer& o) : Buffer(o.md, o.size()) { take_bytes(o); }
-  // The other buffer's contents (same size: the memory keeps pointing at ours).
-  void take_bytes(const Buffer& o) { std::memcpy(bytes.data(), o.bytes.data(), bytes.size()); }
-  ~Buffer() { dnnl_memory_destroy(memory); }
-  bool guards_intact() const {
-    std::vector<unsigned char> guard(kGuard);
-    fill_nan(guard.data(), kGuard);
-    return !std::memcmp(bytes.data(), guard.data(), kGuard) &&
-           !std::memcmp(bytes.data() + bytes.size() - kGuard, guard.data(), kGuard);
-  }
-};
-
-// Random values in (-1, 1), or (0.1, 2) for variances, written through a native reorder from a
-// plain tensor so that blocked padding holds zeros.
-void fill_random(Buffer& b, unsigned seed, bool positive) {
-  const dnnl_memory_desc_t& m = b.md;
-  static const dnnl_format_tag_t plain[] = {
-      dnnl_format_tag_undef, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef};
-  const dnnl_memory_desc_t p = md(Dims(m.dims, m.dims + m.ndims), plain[m.ndims]);
-  std::vector<float> values(dnnl_memory_desc_get_size(&p) / sizeof(float));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(positive ? 0.1f : -1.f, positive ? 2.f : 1.f);
-  for (float& v : values) v = dist(rng);
-  dnnl_memory_t from = nullptr;
-  dnnl_memory_create(&from, &p, engine(), values.data());
-  dnnl_primitive_desc_t rpd = nullptr;
-  ASSERT_EQ(dnnl_reorder_primitive_desc_create(&rpd, &p, engine(), &m, engine(), nullptr), dnnl_success);
-  dnnl_primitive_t r = nullptr;
-  dnnl_primitive_create(&r, rpd);
-  dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, b.memory}};
-  dnnl_primitive_execute(r, stream(), 2, args);
-  dnnl_stream_wait(stream());
-  dnnl_primitive_destroy(r);
-  dnnl_primitive_desc_destroy(rpd);
-  dnnl_memory_destroy(from);
-}
-
-using Args = std::map<int, std::unique_ptr<Buffer>>;
 
 // Every argument `pd` takes, inputs random (per argument seed), outputs NaN.
 Args make_args(dnnl_primitive_desc_t pd, const std::vector<int>& outputs, unsigned seed) {
   Args args;
-  std::vector<int> candidates = {
-      DNNL_ARG_SRC,      DNNL_ARG_SRC_1,      DNNL_ARG_WEIGHTS,      DNNL_ARG_BIAS,
-      DNNL_ARG_DST,      DNNL_ARG_DIFF_SRC,   DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS,
-      DNNL_ARG_DIFF_DST, DNNL_ARG_MEAN,       DNNL_ARG_VARIANCE,     DNNL_ARG_SCALE,
-      DNNL_ARG_SHIFT,    DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT,   DNNL_ARG_WORKSPACE};
-  // Binary post-ops only: oneDNN answers the query for other positions with whatever they hold.
-  const_dnnl_primitive_attr_t attr = nullptr;
-  const_dnnl_post_ops_t po = nullptr;
-  if (dnnl_primitive_desc_get_attr(pd, &attr) == dnnl_success && attr &&
-      dnnl_primitive_attr_get_post_ops(attr, &po) == dnnl_success && po)
-    for (int p = 0; p < dnnl_post_ops_len(po); ++p)
-      if (dnnl_post_ops_get_kind(po, p) == dnnl_binary)
-        candidates.push_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p) | DNNL_ARG_SRC_1);
-  for (int arg : candidates) {
+  for (int arg : exec_arg_kinds(pd)) {
     const dnnl_memory_desc_t* m = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
     if (!m || m->ndims == 0) continue;
     args[arg] = std::make_unique<Buffer>(*m);
@@ -171,55 +52,11 @@ Args copy_args(const Args& from) {
   return out;
 }
 
-std::vector<dnnl_exec_arg_t> exec_args(Args& args) {
-  std::vector<dnnl_exec_arg_t> out;
-  for (auto& [arg, b] : args) out.push_back({arg, b->memory});
-  return out;
-}
-
-void run_native(dnnl_primitive_desc_t pd, Args& args) {
-  dnnl_primitive_t p = nullptr;
-  ASSERT_EQ(dnnl_primitive_create(&p, pd), dnnl_success);
-  std::vector<dnnl_exec_arg_t> a = exec_args(args);
-  ASSERT_EQ(dnnl_primitive_execute(p, stream(), static_cast<int>(a.size()), a.data()), dnnl_success);
-  dnnl_stream_wait(stream());
-  dnnl_primitive_destroy(p);
-}
-
-void bind_frontend() {
-  static const bool bound = interpose::dnnl::bind(reinterpret_cast<const void*>(&dnnl_primitive_desc_query));
-  ASSERT_TRUE(bound);
-}
-
 // The primitive's description, editable before a backend is asked (declines).
 ir::Desc describe(dnnl_primitive_desc_t pd) {
   const auto info = interpose::dnnl::describe(pd);
   EXPECT_TRUE(info && info->node) << (info ? info->why_not : "describe() failed");
   return info && info->node ? *info->node : ir::Desc{};
-}
-
-// Runs the primitive on `backend` over `args`, with `edit` applied to its description first.
-Reason run_on(hal::Backend& backend, dnnl_primitive_desc_t pd, Args& args,
-              const std::function<void(ir::Desc&)>& edit = nullptr) {
-  const auto info = interpose::dnnl::describe(pd);
-  if (!info || !info->node) {
-    ADD_FAILURE() << "not described: " << (info ? info->why_not : "describe() failed");
-    return Reason::internal_error;
-  }
-  ir::Desc desc = *info->node;
-  if (edit) edit(desc);
-  std::vector<dnnl_exec_arg_t> a = exec_args(args);
-  ir::Call call;
-  const char* why = nullptr;
-  if (!interpose::dnnl::bind_call(*info, static_cast<int>(a.size()), a.data(), call, &why)) {
-    ADD_FAILURE() << "bind_call: " << (why ? why : "?");
-    return Reason::internal_error;
-  }
-  call.desc = &desc;
-  capture::Node node(capture::Sym::dnnl_primitive_execute, desc.kind, desc.dtype);
-  node.dnn = &call;
-  if (Reason r = backend.supports(node); r != Reason::ok) return r;
-  return backend.run(node);
 }
 
 // Differences of `got` from `want` in the outputs (relative to 1 + |want|, the tolerance growing
@@ -283,7 +120,7 @@ class OpenclDnn : public testing::Test {
     ASSERT_NE(pd, nullptr);
     Args native = make_args(pd, outputs, 7);
     Args ocl = copy_args(native);
-    run_native(pd, native);
+    ASSERT_EQ(run_native(pd, native), "");
     ASSERT_EQ(run_on(*backend_, pd, ocl), Reason::ok);
     EXPECT_EQ(compare(native, ocl, outputs, k), "");
     dnnl_primitive_desc_destroy(pd);
@@ -361,7 +198,7 @@ TEST_F(OpenclDnn, SumBinaryEltwisePostOpsOnPaddedBlocks) {
   // dst is read (sum): random like the inputs.
   Args native = make_args(pd, {}, 11);
   Args ocl = copy_args(native);
-  run_native(pd, native);
+  ASSERT_EQ(run_native(pd, native), "");
   ASSERT_EQ(run_on(*backend_, pd, ocl), Reason::ok);
   EXPECT_EQ(compare(native, ocl, {DNNL_ARG_DST}, 54), "");
   dnnl_primitive_desc_destroy(pd);
@@ -511,7 +348,7 @@ TEST_F(OpenclDnn, BytesOutsideTheLayoutKept) {
   Args native = make_args(pd, {DNNL_ARG_DST}, 13);  // dst's NaN pattern must survive outside the view
   native[DNNL_ARG_DST] = std::make_unique<Buffer>(view, dnnl_memory_desc_get_size(&parent));
   Args ocl = copy_args(native);
-  run_native(pd, native);
+  ASSERT_EQ(run_native(pd, native), "");
   ASSERT_EQ(run_on(*backend_, pd, ocl), Reason::ok);
   EXPECT_EQ(native[DNNL_ARG_DST]->bytes, ocl[DNNL_ARG_DST]->bytes);
   dnnl_primitive_desc_destroy(pd);

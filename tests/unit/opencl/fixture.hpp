@@ -1,43 +1,21 @@
-// GoogleTest fixtures over the shared backend and reference BLAS (harness.hpp): a test skips when
-// the machine has no usable OpenCL device, and fails when the reference BLAS is missing.
+// The opencl backend under test (support/device_fixture.hpp): shared by the tests of a process,
+// skipped where the machine has no usable OpenCL device.
 #pragma once
 
-#include <gtest/gtest.h>
-
-#include <memory>
 #include <string>
 
 #include "backends/opencl/opencl.hpp"
-#include "config/config.hpp"
-#include "harness.hpp"
+#include "device_fixture.hpp"
 
 namespace sol::test {
 
-// The backend under test, initialised once per process with its program cache in a fresh
-// temporary directory. nullptr with `why` when there is no OpenCL device (the tests skip).
+inline constexpr char kOpenclApi[] = "OpenCL";
+
 inline hal::Backend* shared_backend(std::string& why) {
-  static std::string reason;
-  static std::unique_ptr<hal::Backend> backend = [] {
-    auto b = backends::opencl::create();
-    if (!b->init(test_config(make_temp_dir()), reason)) b.reset();
-    return b;
-  }();
-  why = reason;
-  return backend.get();
+  return shared_device_backend<backends::opencl::create>(why);
 }
 
 template <class Base>
-class WithOpencl : public Base {
- protected:
-  void SetUp() override {
-    std::string why;
-    backend_ = shared_backend(why);
-    if (!backend_) GTEST_SKIP() << "no usable OpenCL device: " << why;
-    reference_ = shared_reference(why);
-    ASSERT_NE(reference_, nullptr) << why;
-  }
-  hal::Backend* backend_ = nullptr;
-  ReferenceBlas* reference_ = nullptr;
-};
+using WithOpencl = WithDevice<Base, backends::opencl::create, kOpenclApi>;
 
 }  // namespace sol::test
