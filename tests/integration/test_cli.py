@@ -67,6 +67,12 @@ def test_every_command_has_help():
             assert r.stdout.startswith("usage: sol %s " % command), r.stdout
 
 
+def test_help_names_the_example_configuration_with_its_path():
+    top = " ".join(run([SOL, "--help"], preload=False).stdout.split())
+    path = re.search(r"(\S*config/sol\.example\.toml)", top).group(1)
+    assert os.path.isfile(path), top  # in this build, the source tree's
+
+
 def test_version():
     r = run([SOL, "--version"], preload=False)
     assert r.returncode == 0 and re.fullmatch(r"sol \d+\.\d+\.\d+\n", r.stdout), r.stdout

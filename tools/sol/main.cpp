@@ -64,6 +64,12 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   return nearest.empty() || nearest == word ? std::string() : " (did you mean '" + nearest + "'?)";
 }
 
+// The example configuration: in the source tree beside this build, else where it is installed.
+std::string example_config() {
+  for (const char* path : {SOL_SOURCE_DIR "/config/sol.example.toml", SOL_INSTALL_DOCDIR "/sol.example.toml"})
+    if (::access(path, R_OK) == 0) return path;
+  return "config/sol.example.toml";
+}
 // Checks of option values. CLI11 reports a failed one as "--option: <message>".
 
 const CLI::Validator kNotEmpty([](std::string& v) { return v.empty() ? "must not be empty" : std::string(); },
@@ -233,7 +239,7 @@ int main(int argc, char** argv) {
               [&] { return cmd_run(run); });
   run_cmd
       ->add_option("--backend", run.backend,
-                   "auto, native, reference, openblas, onednn, opencl or a comma list (SOL_BACKEND)")
+                   sol::config::backend_names_text() + ", or a comma list of them (SOL_BACKEND)")
       ->check(kBackendList)
       ->type_name("B");
   run_cmd->add_flag("--trace", run.trace,
@@ -347,9 +353,9 @@ int main(int argc, char** argv) {
              "text for people (the default) or json");
 
   // Set last, so that the commands do not inherit it.
-  app.footer(
-      "'sol COMMAND --help' describes a command. Environment variables and the TOML file are described\n"
-      "in the README and in sol.example.toml.");
+  app.footer("'sol COMMAND --help' describes a command. Environment variables and the TOML file are described\n"
+             "in the README and in " +
+             example_config() + ", which lists every key.");
 
   try {
     app.parse(argc, argv);
