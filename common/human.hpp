@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace sol {
 
@@ -35,6 +37,35 @@ inline std::string human_bytes(uint64_t bytes) {
   else
     std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
   return buf;
+}
+
+// `items` joined by `separator` into lines of at most `width` characters, breaking only between
+// items (one longer than `width` gets a line of its own): long lists in text meant for a terminal.
+// A separator such as ", " leaves its comma at the end of a broken line.
+inline std::vector<std::string> wrap(const std::vector<std::string>& items, size_t width,
+                                     std::string_view separator = " ") {
+  std::vector<std::string> lines;
+  for (const auto& item : items) {
+    if (!lines.empty() && lines.back().size() + separator.size() + item.size() <= width) {
+      lines.back().append(separator).append(item);
+    } else {
+      if (!lines.empty() && separator.size() > 1) lines.back().append(separator.substr(0, separator.find(' ')));
+      lines.push_back(item);
+    }
+  }
+  return lines;
+}
+
+// The words of `text` (split at spaces), wrapped as above.
+inline std::vector<std::string> wrap(std::string_view text, size_t width) {
+  std::vector<std::string> words;
+  for (size_t i = 0; i < text.size();) {
+    const size_t space = text.find(' ', i);
+    const size_t end = space == std::string_view::npos ? text.size() : space;
+    if (end > i) words.emplace_back(text.substr(i, end - i));
+    i = end + 1;
+  }
+  return wrap(words, width);
 }
 
 }  // namespace sol

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -14,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "capture/ir/setup.hpp"
 #include "capture/trace/state.hpp"
 #include "capture/trace/symbolize.hpp"
 #include "common/fs_safety.hpp"
@@ -394,14 +397,14 @@ std::string edge_label(const Signature& to, const Dataflow::Edge& e) {
   return label + human_bytes(e.bytes / (e.calls ? e.calls : 1));
 }
 
-// Nodes are the signatures that compute. oneDNN's set-up calls (op dnnl_api: descriptors, memory
+// Nodes are the signatures that compute. Set-up calls (capture/ir/setup.hpp: descriptors, memory
 // objects, engines) have no operands and so no edges; as in `sol report` they are left out, and
 // the graph's label says how many (`sol report --setup` lists them).
 std::string graph(State& s, const Merged& m, const std::vector<uint32_t>& sig_order) {
   std::vector<bool> shown(m.sigs.size());
   uint64_t setup_sigs = 0, setup_calls = 0;
   for (uint32_t id : sig_order) {
-    if (s.sigs[id].op == op_name(Op::dnnl_api)) {
+    if (is_setup(std::string_view(s.sigs[id].op))) {
       ++setup_sigs;
       setup_calls += m.sigs[id].calls;
     } else {
@@ -412,7 +415,7 @@ std::string graph(State& s, const Merged& m, const std::vector<uint32_t>& sig_or
       "digraph sol_dataflow {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n";
   out += "  label=\"" + dot_escape(s.tag) + ": an edge A -> B when calls of B read bytes whose latest write was by A";
   if (setup_sigs)
-    out += "\\n" + u64s(setup_sigs) + " oneDNN set-up signatures (" + u64s(setup_calls) +
+    out += "\\n" + u64s(setup_sigs) + " set-up signatures (" + u64s(setup_calls) +
            " calls) not shown (sol report --setup lists them)";
   out += "\";\n";
   for (uint32_t id : sig_order) {
@@ -467,21 +470,48 @@ std::string stack_frames(const Merged& m, Frames& frames) {
   return out + "\n}\n}\n";
 }
 
+// The longest computing signatures, as `sol report` shows them first: set-up calls (capture/ir/
+// setup.hpp) are counted in a line of their own. Columns are as wide as what they hold; a long
+// shape wraps under its column.
 void stderr_table(State& s, const Merged& m, const std::vector<uint32_t>& sig_order) {
   if (!log::enabled(log::Level::warn)) return;
-  log::write(log::Level::warn, "trace: %llu calls, %s traced; files: %s.*",
-             static_cast<unsigned long long>(m.calls), human_ns(m.traced_ns).c_str(), s.path("").c_str());
-  log::write(log::Level::warn, "%9s %11s %6s  %-24s %-14s %s", "calls", "total", "%", "symbol", "op",
-             "shape");
-  for (size_t i = 0; i < sig_order.size() && i < 5; ++i) {
-    const Signature& g = s.sigs[sig_order[i]];
-    const SigStats& st = m.sigs[sig_order[i]];
-    std::string shape = g.shape.size() > 60 ? g.shape.substr(0, 57) + "..." : g.shape;
-    log::write(log::Level::warn, "%9llu %11s %5.1f%%  %-24s %-14s %s",
-               static_cast<unsigned long long>(st.calls), human_ns(st.total_ns).c_str(),
-               m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0, symbol_name(g.sym), g.op.c_str(),
-               shape.c_str());
+  constexpr size_t kRows = 5, kWidth = 140, kShapeWidth = 60;  // a wide terminal; the shapes' least
+  std::vector<uint32_t> rows;
+  uint64_t setup_calls = 0, setup_sigs = 0;
+  for (uint32_t id : sig_order) {
+    if (is_setup(std::string_view(s.sigs[id].op))) {
+      setup_calls += m.sigs[id].calls;
+      ++setup_sigs;
+    } else if (rows.size() < kRows) {
+      rows.push_back(id);
+    }
   }
+  char real[PATH_MAX];
+  const std::string dir = ::realpath(s.dir.c_str(), real) ? std::string(real) : s.dir;
+  log::write(log::Level::warn, "trace: %llu calls, %s traced; files: %s/sol-%s.* (sol report %s)",
+             static_cast<unsigned long long>(m.calls), human_ns(m.traced_ns).c_str(), dir.c_str(), s.tag.c_str(),
+             dir.c_str());
+  int symbol_w = 6, op_w = 2;
+  for (uint32_t id : rows) {
+    symbol_w = std::max(symbol_w, static_cast<int>(std::strlen(symbol_name(s.sigs[id].sym))));
+    op_w = std::max(op_w, static_cast<int>(s.sigs[id].op.size()));
+  }
+  log::write(log::Level::warn, "%9s %11s %6s  %-*s  %-*s  %s", "calls", "total", "%", symbol_w, "symbol", op_w,
+             "op", "shape");
+  const size_t shape_at = 9 + 1 + 11 + 1 + 6 + 2 + symbol_w + 2 + op_w + 2;
+  for (uint32_t id : rows) {
+    const Signature& g = s.sigs[id];
+    const SigStats& st = m.sigs[id];
+    const std::vector<std::string> shape = wrap(g.shape, std::max(kShapeWidth, kWidth - std::min(kWidth, shape_at)));
+    log::write(log::Level::warn, "%9llu %11s %5.1f%%  %-*s  %-*s  %s", static_cast<unsigned long long>(st.calls),
+               human_ns(st.total_ns).c_str(), m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0, symbol_w,
+               symbol_name(g.sym), op_w, g.op.c_str(), shape.empty() ? "" : shape[0].c_str());
+    for (size_t i = 1; i < shape.size(); ++i)
+      log::write(log::Level::warn, "%*s%s", static_cast<int>(shape_at), "", shape[i].c_str());
+  }
+  if (setup_calls)
+    log::write(log::Level::warn, "and %llu set-up calls (%llu signatures) not shown: sol report --setup lists them",
+               static_cast<unsigned long long>(setup_calls), static_cast<unsigned long long>(setup_sigs));
 }
 
 }  // namespace

@@ -70,6 +70,12 @@ std::string example_config() {
     if (::access(path, R_OK) == 0) return path;
   return "config/sol.example.toml";
 }
+
+// The one flag of every view of a trace that shows set-up calls (capture/ir/setup.hpp).
+constexpr const char* kSetupHelp =
+    "also show set-up calls (oneDNN's descriptors and memory objects, cuBLAS and cuDNN handles...), which "
+    "compute nothing";
+
 // Checks of option values. CLI11 reports a failed one as "--option: <message>".
 
 const CLI::Validator kNotEmpty([](std::string& v) { return v.empty() ? "must not be empty" : std::string(); },
@@ -277,7 +283,7 @@ int main(int argc, char** argv) {
   report_cmd->footer(
       "A trace directory's processes and ranks are merged. To compare two traces: sol diff A B.");
   report_cmd->add_option("PATH", report.path, "a trace directory or a summary file")->required();
-  report_cmd->add_flag("--setup", report.setup, "also show oneDNN's set-up calls (descriptors, memory objects...)");
+  report_cmd->add_flag("--setup", report.setup, kSetupHelp);
   add_table_options(report_cmd, report);
   add_choice(report_cmd, "--by", report.by, {{"op", "op"}, {"site", "site"}, {"api", "api"}},
              "rows per op signature (the default), call site or API");

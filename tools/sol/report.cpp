@@ -3,8 +3,9 @@
 //
 // Reads a trace directory (every process and rank in it) or one summary file and prints where
 // the traced time went. Rows are sorted by total time, longest first; --top N keeps the first N
-// (default: 20 in text, all in json and csv). oneDNN's set-up calls (op dnnl_api) are left out of
-// the rows, with a note saying how many, unless --setup; the input totals count them.
+// (default: 20 in text, all in json and csv). Set-up calls (capture/ir/setup.hpp) are left out of
+// the rows, the flame graph and the Perfetto trace, with a note saying how many, unless --setup; the
+// input totals count them.
 //
 // JSON (--format json), one object; keys are stable, new keys may be added:
 //   {"format": "sol-report/1", "by": "op"|"site"|"api",
@@ -38,8 +39,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <iterator>
-#include <set>
 
 #include "tools/sol/commands.hpp"
 #include "tools/sol/flamegraph.hpp"
@@ -228,25 +227,6 @@ void print_text(const Survey& s, View& view, const ReportOptions& o) {
   }
 }
 
-// oneDNN's set-up calls (op dnnl_api: descriptors, memory objects, engines) compute nothing and
-// are most of a CNN's calls: left out of the rows unless asked for. Returns how many calls.
-uint64_t hide_setup(Survey& s) {
-  std::set<std::string> setup_symbols;
-  uint64_t hidden = 0;
-  for (auto it = s.ops.begin(); it != s.ops.end();) {
-    if (it->first.op == "dnnl_api") {
-      setup_symbols.insert(it->first.symbol);
-      hidden += it->second.calls;
-      it = s.ops.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  for (auto it = s.sites.begin(); it != s.sites.end();)
-    it = setup_symbols.count(it->first.symbol) ? s.sites.erase(it) : std::next(it);
-  return hidden;
-}
-
 }  // namespace
 
 int cmd_report(const ReportOptions& o) {
@@ -254,8 +234,8 @@ int cmd_report(const ReportOptions& o) {
   auto survey = load_survey(o.path, error);
   if (!survey) return fail(2, error);
   if (!o.setup)
-    if (const uint64_t hidden = hide_setup(*survey))
-      survey->notes.push_back(std::to_string(hidden) + " oneDNN set-up calls are not shown (--setup shows them)");
+    if (const uint64_t hidden = drop_setup(*survey))
+      survey->notes.push_back(std::to_string(hidden) + " set-up calls are not shown (--setup shows them)");
   print_warnings(*survey);
 
   View view = build_view(*survey, o.by);

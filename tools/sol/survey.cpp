@@ -14,6 +14,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "capture/ir/setup.hpp"
+
 namespace sol::tools {
 namespace {
 
@@ -660,6 +662,25 @@ std::optional<Survey> load_survey(const std::string& path, std::string& error) {
     s->notes.push_back(path + " holds " + std::to_string(runs.size()) + " runs; this is the latest, " + latest +
                        " (name a run's directory for another)");
   return s;
+}
+
+uint64_t drop_setup(Survey& s) {
+  std::set<std::string> setup, computing;  // symbols
+  uint64_t dropped = 0;
+  for (auto it = s.ops.begin(); it != s.ops.end();) {
+    if (capture::is_setup(it->first.op)) {
+      setup.insert(it->first.symbol);
+      dropped += it->second.calls;
+      it = s.ops.erase(it);
+    } else {
+      computing.insert(it->first.symbol);
+      ++it;
+    }
+  }
+  for (const auto& sym : computing) setup.erase(sym);
+  std::erase_if(s.sites, [&](const auto& e) { return setup.count(e.first.symbol) > 0; });
+  std::erase_if(s.stacks, [&](const auto& e) { return !e.first.empty() && setup.count(e.first.back()) > 0; });
+  return dropped;
 }
 
 void print_warnings(const Survey& s) {

@@ -1,0 +1,89 @@
+"""Every view of a traced PyTorch run agrees: the exit table on stderr, sol report, the flame graph
+and the Perfetto trace leave out the same set-up calls (capture/ir/setup.hpp), with the same flag
+to show them; and the exit table's columns stay aligned."""
+import json
+import re
+
+import pytest
+
+from conftest import PY_PROGRAMS, PYTHON, SOL, run
+from test_trace import files, traced
+
+SETUP_OPS = {"dnnl_api", "cublas_api", "cudnn_api"}
+SETUP_LINE = re.compile(r"^sol: and (\d+) set-up calls \((\d+) signatures\) not shown: sol report --setup lists them$",
+                        re.M)
+
+
+@pytest.fixture(scope="module")
+def cnn(tmp_path_factory):
+    """torch_dnn_cnn.py traced: (the run, its trace directory, its summary)."""
+    tmp = tmp_path_factory.mktemp("cnn")
+    r, trace_dir = traced([PYTHON, str(PY_PROGRAMS / "torch_dnn_cnn.py")], tmp)
+    assert r.returncode == 0, r.stderr
+    (path,) = files(trace_dir, ".summary.json")
+    with open(path) as f:
+        return r, trace_dir, json.load(f)
+
+
+def sol(*args, **kw):
+    r = run([SOL, *map(str, args)], preload=False, **kw)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def exit_table(stderr):
+    """The exit table's header and rows (without the "sol: " prefix)."""
+    lines = stderr.splitlines()
+    at = next(i for i, l in enumerate(lines) if l.startswith("sol: trace: "))
+    table = []
+    for l in lines[at + 1:]:
+        if not l.startswith("sol: ") or l.startswith("sol: and "):
+            break
+        table.append(l[len("sol: "):])
+    return table[0], table[1:]
+
+
+def test_report_diff_and_exit_table_agree_on_setup_calls(cnn, tmp_path):
+    r, trace_dir, summary = cnn
+    setup = sum(o["calls"] for o in summary["ops"] if o["op"] in SETUP_OPS)
+    assert setup > 100  # oneDNN's descriptors and memory objects: most of a CNN's calls
+    assert int(SETUP_LINE.search(r.stderr).group(1)) == setup, r.stderr
+    header, rows = exit_table(r.stderr)
+    op_at = header.index(" op ") + 1
+    assert rows and not any(row[op_at:].split()[0] in SETUP_OPS for row in rows), rows
+
+    report = sol("report", trace_dir, "--format", "json")
+    assert "%d set-up calls are not shown (--setup shows them)" % setup in report.stderr
+    assert not any(row["op"] in SETUP_OPS for row in json.loads(report.stdout)["rows"])
+    shown = json.loads(sol("report", trace_dir, "--format", "json", "--setup").stdout)["rows"]
+    assert sum(row["calls"] for row in shown if row["op"] in SETUP_OPS) == setup
+
+    setup_symbols = {o["symbol"] for o in summary["ops"] if o["op"] in SETUP_OPS}
+    svg = tmp_path / "flame.svg"
+    sol("report", trace_dir, "--flamegraph", svg)
+    assert not any(">%s " % s in svg.read_text() for s in setup_symbols)
+    sol("report", trace_dir, "--flamegraph", svg, "--setup")
+    assert any(">%s " % s in svg.read_text() or ">%s<" % s in svg.read_text() for s in setup_symbols)
+    pftrace = tmp_path / "calls.pftrace"
+    sol("report", trace_dir, "--perfetto", pftrace)
+    assert b"dnnl_api" not in pftrace.read_bytes()
+    sol("report", trace_dir, "--perfetto", pftrace, "--setup")
+    assert b"dnnl_api" in pftrace.read_bytes()
+
+
+def test_exit_table_columns_stay_aligned(tmp_path):
+    """Batch normalizations only: a 22-character symbol and a 19-character op (a fixed 14-character
+    column pushed the shapes out of line), in columns as wide as what they hold."""
+    r, _ = traced([PYTHON, str(PY_PROGRAMS / "torch_dnn_cnn.py")], tmp_path,
+                  env={"SOL_TRACE_INCLUDE": "batch_normalization"})
+    assert r.returncode == 0, r.stderr
+    header, rows = exit_table(r.stderr)
+    symbol_at, op_at, shape_at = header.index("symbol"), header.index(" op ") + 1, header.index("shape")
+    assert rows, r.stderr
+    for row in rows:
+        if not row.lstrip()[0].isdigit():  # a long shape's next line, under the shape column
+            assert row[:shape_at].strip() == "" and row[shape_at] != " ", (header, row)
+            continue
+        assert row[symbol_at:].startswith("dnnl_primitive_execute "), (header, row)
+        assert row[op_at:].startswith("batch_normalization "), (header, row)
+        assert row[shape_at - 1] == " " and row[shape_at:].startswith("prop="), (header, row)
