@@ -22,6 +22,7 @@
 #include "common/fs_safety.hpp"
 #include "common/human.hpp"
 #include "common/log.hpp"
+#include "hal/one_time.hpp"
 #include "hal/transfers.hpp"
 
 namespace sol::capture::trace {
@@ -98,10 +99,16 @@ Merged merge(State& s) {
         b.max_ns = std::max(b.max_ns, a.max_ns);
         b.flops += a.flops;
         b.bytes += a.bytes;
+        b.one_time.add(a.one_time);
       }
       for (size_t i = 0; i < t->sites.size() && i < m.sites.size(); ++i) {
-        m.sites[i].calls += t->sites[i].calls;
-        m.sites[i].total_ns += t->sites[i].total_ns;
+        const SiteStats& a = t->sites[i];
+        SiteStats& b = m.sites[i];
+        b.calls += a.calls;
+        b.total_ns += a.total_ns;
+        b.one_time.add(a.one_time);
+        for (int k = 0; k < a.nsigs; ++k) b.add_sig(a.sigs[k], a.sig_calls[k]);
+        b.other_calls += a.other_calls;
       }
     }
   }
@@ -201,6 +208,13 @@ class Frames {
   std::unordered_map<uint32_t, Stack> sites_;
 };
 
+// The calls that did one-time work, where there were any: their number, time and kinds.
+void one_time_json(std::string& out, const OneTime& t) {
+  if (!t.calls) return;
+  out += ", \"one_time_calls\": " + u64s(t.calls) + ", \"one_time_ns\": " + u64s(t.ns) + ", \"one_time\": ";
+  json_str(out, hal::one_time::names(t.kinds));
+}
+
 std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>& sig_order,
                          const std::vector<uint32_t>& site_order, Frames& frames, const char* how,
                          uint64_t wall) {
@@ -245,6 +259,7 @@ std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>&
     out += ", \"calls\": " + u64s(st.calls) + ", \"total_ns\": " + u64s(st.total_ns) +
            ", \"min_ns\": " + u64s(st.min_ns) + ", \"max_ns\": " + u64s(st.max_ns) +
            ", \"flops\": " + nums(st.flops) + ", \"bytes\": " + nums(st.bytes);
+    one_time_json(out, st.one_time);
     // Work timed on a device (CUDA libraries' calls): the calls timed and their device time.
     if (st.device_calls)
       out += ", \"device_calls\": " + u64s(st.device_calls) + ", \"device_ns\": " + u64s(st.device_ns);
@@ -258,8 +273,22 @@ std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>&
     first = false;
     out += "\"id\": " + std::to_string(id) + ", \"symbol\": ";
     json_str(out, id ? symbol_name(site.sym) : "");
-    out += ", \"calls\": " + u64s(m.sites[id].calls) + ", \"total_ns\": " + u64s(m.sites[id].total_ns) +
-           ", \"frames\": [";
+    const SiteStats& st = m.sites[id];
+    out += ", \"calls\": " + u64s(st.calls) + ", \"total_ns\": " + u64s(st.total_ns);
+    one_time_json(out, st.one_time);
+    out += ", \"ops\": [";
+    // What the site's calls computed, by signature.
+    for (int k = 0; k < st.nsigs; ++k) {
+      const Signature& g = s.sigs[st.sigs[k]];
+      out += k ? ", {\"op\": " : "{\"op\": ";
+      json_str(out, g.op);
+      out += ", \"dtype\": ";
+      json_str(out, g.dtype);
+      out += ", \"shape\": ";
+      json_str(out, g.shape);
+      out += ", \"calls\": " + u64s(st.sig_calls[k]) + "}";
+    }
+    out += "], \"other_calls\": " + u64s(st.other_calls) + ", \"frames\": [";
     const Frames::Stack& stack = frames.of(id);
     for (size_t i = 0; i < stack.names.size(); ++i) {
       if (i) out += ", ";

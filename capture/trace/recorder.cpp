@@ -26,6 +26,7 @@
 #include "common/macros.hpp"
 #include "common/native.hpp"
 #include "config/config.hpp"
+#include "hal/one_time.hpp"
 #include "hal/transfers.hpp"
 
 namespace sol::capture::trace {
@@ -594,6 +595,7 @@ bool start(const config::Config& cfg) noexcept {
 Span::Span(const Node& node) noexcept {
   t_last.valid = false;
   State* s = g_state.load(std::memory_order_acquire);
+  if (s) hal::one_time::take();  // what calls before this one noted is not its own work
   if (!s || s->finished.load(std::memory_order_relaxed) || !in_window(*s) || !wanted(*s, node) || !ensure_files(*s))
     return;
   ThreadState* t = thread_state(*s);
@@ -763,6 +765,9 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   else e.lit(",\"flops\":").num(flops).lit(",\"bytes\":").num(bytes);
   // A node a lazy device backend ran at once, and why (hal/transfers.hpp).
   if (const char* why = hal::transfers::take_eager_note()) e.lit(",\"lazy\":\"eager: ").str(why).lit("\"");
+  // Work this call did once for the calls after it (hal/one_time.hpp).
+  const uint8_t one_time = hal::one_time::take();
+  if (one_time) e.lit(",\"one_time\":\"").str(hal::one_time::names(one_time).c_str()).lit("\"");
   // A deferred node: its number, which the "node ran" event on the lazy track carries too.
   if (const uint64_t lazy_node = hal::transfers::take_lazy_node()) e.lit(",\"lazy_node\":").u64(lazy_node);
   char site_buf[24];
@@ -781,13 +786,17 @@ void Span::finish(const Node& node, const char* backend) noexcept {
     SigStats& st = t->sigs[sig_id];
     ++st.calls;
     st.total_ns += dur;
+    st.one_time.add(one_time, dur);
     st.min_ns = dur < st.min_ns ? dur : st.min_ns;
     st.max_ns = dur > st.max_ns ? dur : st.max_ns;
     st.flops += flops;
     st.bytes += bytes;
     if (t->sites.size() <= site_) t->sites.resize(site_ + 1);
-    ++t->sites[site_].calls;
-    t->sites[site_].total_ns += dur;
+    SiteStats& at = t->sites[site_];
+    ++at.calls;
+    at.total_ns += dur;
+    at.one_time.add(one_time, dur);
+    at.add_sig(sig_id, 1);
   } catch (...) {
   }
   if (ops.count) s->dataflow.record(sig_id, ops.ops, ops.count);

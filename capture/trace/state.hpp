@@ -72,14 +72,55 @@ struct Site {
   const ThreadOrigin* origin = nullptr;
 };
 
+// The calls that did one-time work (hal/one_time.hpp: a kernel compiled, a backend started, auto
+// measuring): how many, their time and the kinds of work, which `sol diff` sets apart from the
+// steady state.
+struct OneTime {
+  uint64_t calls = 0, ns = 0;
+  uint8_t kinds = 0;
+  void add(uint8_t call_kinds, uint64_t call_ns) noexcept {
+    if (!call_kinds) return;
+    ++calls;
+    ns += call_ns;
+    kinds |= call_kinds;
+  }
+  void add(const OneTime& o) noexcept {
+    calls += o.calls;
+    ns += o.ns;
+    kinds |= o.kinds;
+  }
+};
+
 struct SigStats {
   uint64_t calls = 0, total_ns = 0, min_ns = UINT64_MAX, max_ns = 0;
   double flops = 0, bytes = 0;
   uint64_t device_calls = 0, device_ns = 0;  // device time, where measured (add_device_time)
+  OneTime one_time;
 };
 
 struct SiteStats {
   uint64_t calls = 0, total_ns = 0;
+  OneTime one_time;
+  // The signatures of its calls, so that a report names the op and shape of a site: the first
+  // few, with their calls; `other_calls` counts the calls of any more.
+  static constexpr int kSigs = 4;
+  uint32_t sigs[kSigs] = {};
+  uint64_t sig_calls[kSigs] = {};
+  int nsigs = 0;
+  uint64_t other_calls = 0;
+  void add_sig(uint32_t sig, uint64_t calls_of_sig) noexcept {
+    for (int i = 0; i < nsigs; ++i)
+      if (sigs[i] == sig) {
+        sig_calls[i] += calls_of_sig;
+        return;
+      }
+    if (nsigs == kSigs) {
+      other_calls += calls_of_sig;
+      return;
+    }
+    sigs[nsigs] = sig;
+    sig_calls[nsigs++] = calls_of_sig;
+  }
 };
 
 // A lock for data one thread updates on every call and others read only at exit or fork: a

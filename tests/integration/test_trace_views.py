@@ -1,6 +1,6 @@
-"""Every view of a traced PyTorch run agrees: the exit table on stderr, sol report, the flame graph
-and the Perfetto trace leave out the same set-up calls (capture/ir/setup.hpp), with the same flag
-to show them; and the exit table's columns stay aligned."""
+"""Every view of a traced PyTorch run agrees: the exit table on stderr, sol report, sol diff, the
+flame graph and the Perfetto trace leave out the same set-up calls (capture/ir/setup.hpp), with
+the same flag to show them; site rows name their op; and the exit table's columns stay aligned."""
 import json
 import re
 
@@ -58,6 +58,12 @@ def test_report_diff_and_exit_table_agree_on_setup_calls(cnn, tmp_path):
     shown = json.loads(sol("report", trace_dir, "--format", "json", "--setup").stdout)["rows"]
     assert sum(row["calls"] for row in shown if row["op"] in SETUP_OPS) == setup
 
+    diff = sol("diff", trace_dir, trace_dir, "--format", "json")
+    assert "set-up calls are not shown (A: %d, B: %d; --setup shows them)" % (setup, setup) in diff.stderr
+    assert not any(row["op"] in SETUP_OPS for row in json.loads(diff.stdout)["ops"]["common"])
+    both = json.loads(sol("diff", trace_dir, trace_dir, "--format", "json", "--setup").stdout)["ops"]["common"]
+    assert sum(row["calls_a"] for row in both if row["op"] in SETUP_OPS) == setup
+
     setup_symbols = {o["symbol"] for o in summary["ops"] if o["op"] in SETUP_OPS}
     svg = tmp_path / "flame.svg"
     sol("report", trace_dir, "--flamegraph", svg)
@@ -69,6 +75,17 @@ def test_report_diff_and_exit_table_agree_on_setup_calls(cnn, tmp_path):
     assert b"dnnl_api" not in pftrace.read_bytes()
     sol("report", trace_dir, "--perfetto", pftrace, "--setup")
     assert b"dnnl_api" in pftrace.read_bytes()
+
+
+def test_site_rows_name_their_op(cnn):
+    _, trace_dir, _ = cnn
+    rows = json.loads(sol("report", trace_dir, "--by", "site", "--format", "json").stdout)["rows"]
+    assert rows and all(row["op"] and row["dtype"] and row["signatures"] >= 1 for row in rows), rows
+    convolution = [row for row in rows if row["op"] == "convolution"]
+    assert convolution and all(re.search(r"mb\d+_?ic\d+", row["shape"]) for row in convolution), convolution
+    text = sol("report", trace_dir, "--by", "site").stdout.splitlines()
+    at = next(i for i, l in enumerate(text) if re.search(r"  convolution prop=\S+ \S*mb\d+", l))
+    assert text[at + 1].lstrip().startswith("dnnl_primitive_execute < "), text[at:at + 2]
 
 
 def test_exit_table_columns_stay_aligned(tmp_path):

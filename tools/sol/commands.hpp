@@ -48,6 +48,8 @@ struct ReportOptions : TableOptions {
 struct DiffOptions : TableOptions {
   std::string a, b;          // each a trace directory or a summary file
   bool across_apis = false;  // match ops by op, dtype and shape alone, sites by frames alone
+  bool setup = false;        // show set-up calls (hidden by default, as in sol report)
+  bool rank_total = false;   // rank and show total time; default: steady-state time (first calls apart)
 };
 
 // sol backends

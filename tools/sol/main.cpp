@@ -305,6 +305,10 @@ int main(int argc, char** argv) {
   diff_cmd->add_option("B", diff.b, "the same, to compare with A")->required();
   diff_cmd->add_flag("--across-apis", diff.across_apis,
                      "match ops by op, dtype and shape alone (sgemm_ with cblas_sgemm), sites by frames alone");
+  diff_cmd->add_flag("--setup", diff.setup, kSetupHelp);
+  add_choice(diff_cmd, "--rank", diff.rank_total, {{"steady", false}, {"total", true}},
+             "rank and show steady-state time, with the calls that did one-time work (a kernel compile, a backend "
+             "start, auto's measuring) apart (the default), or total time");
   add_table_options(diff_cmd, diff);
 
   BackendsOptions backends;

@@ -23,8 +23,11 @@
 // Rows, by --by:
 //   op:   api, symbol, op, dtype, shape, backend, calls, total_ns, percent, mean_ns, min_ns, max_ns,
 //         flops, bytes, gflops, gbs
-//   site: symbol, frames ([str], innermost first; [] when unknown), calls, total_ns, percent,
-//         mean_ns, processes (how many processes reached the site)
+//   site: symbol, op, dtype, shape (the op signature of most of the site's calls; "" when the
+//         summary does not say), signatures (how many op signatures its calls had, of the first
+//         four the trace names), other_calls (calls of any more), frames ([str], innermost first;
+//         [] when unknown), calls, total_ns, percent, mean_ns, processes (how many processes
+//         reached the site)
 //   api:  api, symbol, signatures (distinct op signatures), calls, total_ns, percent, mean_ns, flops,
 //         bytes, gflops, gbs
 // CSV (--format csv): a header line with exactly these row keys in this order, then one line per
@@ -79,7 +82,7 @@ Row op_row(const OpKey& k, const OpStats& s, uint64_t traced_ns) {
 }
 
 Row site_row(const SiteKey& k, const SiteStats& s, uint64_t traced_ns) {
-  Row r = {{"symbol", k.symbol}, {"frames", k.frames}};
+  Row r = site_identity(k, s);
   add_time(r, s.calls, s.total_ns, traced_ns);
   r["processes"] = s.processes;
   return r;
@@ -148,8 +151,7 @@ View build_view(const Survey& s, const std::string& by) {
         v, [](const auto& e) { return e.second.total_ns; }, [](const auto& e) { return e.second.calls; });
     View view{{},
               {},
-              TextTable({"calls", "total", "%", "mean", "procs", "site (symbol < innermost frames)"},
-                        {false, false, false, false, false, true})};
+              TextTable({"calls", "total", "%", "mean", "procs", kSiteHeader}, {false, false, false, false, false, true})};
     std::vector<SiteKey> keys;
     for (const auto& [k, st] : v) {
       view.rows.push_back(site_row(k, st, traced));
@@ -187,9 +189,8 @@ View build_view(const Survey& s, const std::string& by) {
 std::vector<std::string> View::text_cells(const Row& r) const {
   std::vector<std::string> c = time_cells(r);
   if (r.contains("frames")) {
-    SiteKey k{r["symbol"].get<std::string>(), r["frames"].get<std::vector<std::string>>()};
     c.push_back(std::to_string(r["processes"].get<uint64_t>()));
-    c.push_back(labels.at(k));
+    c.push_back(site_op_text(r));
     return c;
   }
   c.push_back(rate(r["gflops"].get<double>()));
@@ -214,7 +215,13 @@ void print_text(const Survey& s, View& view, const ReportOptions& o) {
     return;
   }
   std::printf("\n");
-  for (size_t i = 0; i < shown; ++i) view.table.add(view.text_cells(view.rows[i]));
+  for (size_t i = 0; i < shown; ++i) {
+    const Row& r = view.rows[i];
+    const bool site = r.contains("frames");
+    view.table.add(view.text_cells(r),
+                   site ? view.labels.at({r["symbol"].get<std::string>(), r["frames"].get<std::vector<std::string>>()})
+                        : std::string());
+  }
   view.table.print(stdout);
   if (shown < view.rows.size())
     std::printf("  (%zu more rows; --top N shows more)\n", view.rows.size() - shown);
