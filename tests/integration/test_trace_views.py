@@ -1,7 +1,9 @@
 """Every view of a traced PyTorch run agrees: the exit table on stderr, sol report, sol diff, the
 flame graph and the Perfetto trace leave out the same set-up calls (capture/ir/setup.hpp), with
-the same flag to show them; site rows name their op; and the exit table's columns stay aligned."""
+the same flag to show them; site rows name their op; the exit table's columns stay aligned; and
+every command that writes a file says which."""
 import json
+import os
 import re
 
 import pytest
@@ -104,3 +106,23 @@ def test_exit_table_columns_stay_aligned(tmp_path):
         assert row[symbol_at:].startswith("dnnl_primitive_execute "), (header, row)
         assert row[op_at:].startswith("batch_normalization "), (header, row)
         assert row[shape_at - 1] == " " and row[shape_at:].startswith("prop="), (header, row)
+
+
+def test_every_command_that_writes_a_file_names_it(cnn, tmp_path):
+    r, trace_dir, summary = cnn
+    # The traced process: its files' directory, absolute, and the command that reads them.
+    m = re.search(r"^sol: trace: .*; files: (/\S+)/sol-(\S+)\.\* \(sol report (\S+)\)$", r.stderr, re.M)
+    assert m and m.group(1) == m.group(3), r.stderr
+    assert os.path.samefile(m.group(1), os.path.dirname(files(trace_dir, ".summary.json")[0]))
+    assert os.path.isfile(os.path.join(m.group(1), "sol-%s.summary.json" % m.group(2)))
+    # sol report's flame graph and Perfetto trace.
+    os.chdir(tmp_path)
+    for flag, name in (("--flamegraph", "flame.svg"), ("--perfetto", "calls.pftrace")):
+        out = sol("report", trace_dir, flag, name)
+        assert "sol: wrote %s: " % (tmp_path / name) in out.stderr, out.stderr
+        assert (tmp_path / name).stat().st_size > 0
+    # sol tune: the profile its measuring run wrote.
+    cache = tmp_path / "cache"
+    out = sol("tune", "--quick", "--time-limit", "5", env={"XDG_CACHE_HOME": str(cache), "SOL_TUNE": "1"})
+    profile = re.search(r"^sol: wrote (\S+): this machine's profile", out.stderr, re.M)
+    assert profile and os.path.isfile(profile.group(1)) and profile.group(1).startswith(str(cache)), out.stderr

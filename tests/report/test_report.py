@@ -278,3 +278,10 @@ def test_sites_that_read_the_same_are_told_apart_where_their_stacks_part(tmp_pat
     (tmp_path / "sol-4300.summary.json").write_text(json.dumps(doc))
     out = sol("report", tmp_path, "--by", "site", check=0).stdout
     assert "[frame 4: x (app+0x50)]" in out and "[frame 4: y (app+0x60)]" in out, out
+
+
+def test_files_written_are_named(tmp_path):
+    for flag, name, what in (("--flamegraph", "flame.svg", "flame graph"), ("--perfetto", "calls.pftrace", "Perfetto")):
+        p = sol("report", SURVEY, flag, tmp_path / name, check=0)
+        line = next(l for l in p.stderr.splitlines() if l.startswith("sol: wrote "))
+        assert line.startswith("sol: wrote %s: " % (tmp_path / name)) and what in line, p.stderr

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 namespace sol::tools {
@@ -145,6 +146,12 @@ std::string site_op_text(const Row& identity) {
   if (identity["other_calls"].get<uint64_t>() > 0) return out + " (+" + std::to_string(others + 1) + " or more others)";
   if (others > 0) out += " (+" + std::to_string(others) + (others == 1 ? " other)" : " others)");
   return out;
+}
+
+void print_written(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  const std::filesystem::path full = std::filesystem::absolute(path, ec);
+  std::fprintf(stderr, "sol: wrote %s: %s\n", ec ? path.c_str() : full.c_str(), what.c_str());
 }
 
 namespace {

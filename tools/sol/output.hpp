@@ -61,6 +61,10 @@ class TextTable {
   std::vector<std::string> below_;
 };
 
+// "sol: wrote /abs/path/flame.svg: an SVG flame graph ..." on stderr (stdout may be JSON or CSV):
+// every command that writes a file says which.
+void print_written(const std::string& path, const std::string& what);
+
 // CSV (RFC 4180): a header of `columns`, then one line per row; arrays become their elements
 // joined by ";", null an empty field.
 void write_csv(FILE* out, const std::vector<std::string>& columns, const std::vector<Row>& rows);

@@ -266,12 +266,16 @@ int cmd_report(const ReportOptions& o) {
   }
   std::fflush(stdout);
 
-  if (!o.flamegraph.empty() && !write_flamegraph(*survey, o.flamegraph, error)) return fail(2, error);
+  if (!o.flamegraph.empty()) {
+    if (!write_flamegraph(*survey, o.flamegraph, error)) return fail(2, error);
+    print_written(o.flamegraph, "an SVG flame graph of the calls' stacks");
+  }
   if (!o.perfetto.empty()) {
     std::vector<std::string> warnings;
     const bool written = write_perfetto(*survey, o.perfetto, o.setup, warnings, error);
     for (const auto& w : warnings) std::fprintf(stderr, "sol: warning: %s\n", w.c_str());
     if (!written) return fail(2, error);
+    print_written(o.perfetto, "a Perfetto trace (open it in ui.perfetto.dev)");
   }
   return 0;
 }

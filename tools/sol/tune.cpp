@@ -19,6 +19,7 @@
 #include "config/config.hpp"
 #include "hal/profile.hpp"
 #include "tools/sol/commands.hpp"
+#include "tools/sol/output.hpp"
 #include "tools/sol/survey.hpp"
 
 namespace sol::tools {
@@ -105,8 +106,10 @@ std::vector<std::string> shapes_from(const Survey& survey, int& skipped) {
   return out;
 }
 
-int show(const config::Config& cfg, Format format) {
+// `measured`: after a measuring run, which wrote the profile: said first.
+int show(const config::Config& cfg, Format format, bool measured = false) {
   const profile::Profile prof(cfg, find_libsol());
+  if (measured && !prof.path().empty()) print_written(prof.path(), "this machine's profile, with the measurements");
   const std::string fingerprint = profile::machine_fingerprint(cfg, find_libsol());
   std::vector<profile::Row> rows;
   std::string why;
@@ -232,7 +235,7 @@ int cmd_tune(const TuneOptions& o) {
     return fail(1, "tune: the measuring run failed" +
                        (WIFSIGNALED(status) ? std::string(" (signal ") + std::to_string(WTERMSIG(status)) + ")"
                                             : " (exit status " + std::to_string(WEXITSTATUS(status)) + ")"));
-  return show(cfg, o.format);
+  return show(cfg, o.format, true);
 }
 
 }  // namespace sol::tools
