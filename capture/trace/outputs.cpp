@@ -133,8 +133,11 @@ std::vector<uint32_t> by_time(const std::vector<Stats>& stats) {
 // The frames of each site, innermost first: native frames named once per return address (libdw
 // is opened, and the process's mappings read, only when there is a stack to name), with the
 // site's Python frames in place of the interpreter's evaluation frames that ran them (as py-spy
-// --native shows them). `sources`, beside the names: a native frame's "file:line" where DWARF
-// line information has it, else "" (a Python frame's line is in its name).
+// --native shows them). The interpreter's other frames under a Python frame (its call machinery:
+// _PyObject_MakeTpCall, _PyFunction_Vectorcall...) go too, so that Python frames read as Python,
+// unless trace.interpreter_frames; extension frames (NumPy's, PyTorch's) stay. `sources`, beside
+// the names: a native frame's "file:line" where DWARF line information has it, else "" (a Python
+// frame's line is in its name).
 class Frames {
  public:
   explicit Frames(const State& s) : s_(s) {}
@@ -153,12 +156,14 @@ class Frames {
  private:
   struct Frame {
     std::string name, source;
+    bool interpreter;  // in CPython's own object
   };
   const Frame& frame(uintptr_t ip) {
     auto it = frames_.find(ip);
     if (it == frames_.end()) {
       if (!symbolizer_) symbolizer_.emplace();
-      it = frames_.emplace(ip, Frame{symbolizer_->describe(ip), symbolizer_->source(ip)}).first;
+      it = frames_.emplace(ip, Frame{symbolizer_->describe(ip), symbolizer_->source(ip), s_.python.in_interpreter(ip)})
+               .first;
     }
     return it->second;
   }
@@ -182,8 +187,9 @@ class Frames {
       const Frame& f = frame(ip);
       if (py < site.py.size() && f.name.rfind("_PyEval_EvalFrameDefault", 0) == 0)
         place_evaluation();
-      else
+      else if (py == site.py.size() || !f.interpreter || s_.interpreter_frames)
         add(f.name, f.source);
+      // else: the interpreter's own frame under a Python frame, which stands in for it
     }
     if (py < site.py.size()) {
       // The native stack was cut at trace.depth before the interpreter's frames.

@@ -552,6 +552,7 @@ bool start(const config::Config& cfg) noexcept {
     s->setup_depth = static_cast<int>(cfg.trace_setup_depth);
     s->graph.configure(cfg);
     s->want_python = cfg.trace_python;
+    s->interpreter_frames = cfg.trace_interpreter_frames;
     for (const auto& b : cfg.backend) s->backend += (s->backend.empty() ? "" : ",") + b;
     s->argv = read_argv();
     s->sites.push_back(Site{});  // id 0: no stack

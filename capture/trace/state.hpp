@@ -191,6 +191,7 @@ struct State {
   int depth = 32;
   int setup_depth = 1;  // frames per stack of oneDNN's set-up calls (trace.setup_depth)
   bool want_python = true;  // trace.python
+  bool interpreter_frames = false;  // trace.interpreter_frames: keep CPython's own frames among Python's
   python::Interpreter python;
   std::string backend;  // the configured preference, for process info
   Unwinder unwinder;
