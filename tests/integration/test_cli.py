@@ -98,3 +98,14 @@ def test_usage_errors_are_one_line_and_status_2():
         assert (r.returncode, r.stdout) == (2, ""), (args, r.returncode, r.stderr)
         lines = r.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("sol: ") and message in lines[0], (args, r.stderr)
+
+
+def test_sol_backends_wraps_long_lists():
+    """OpenCL's routines and every backend's texts wrap at 100 columns, under the text they
+    continue (file paths, which cannot break, aside)."""
+    out = run([SOL, "backends"], preload=False).stdout
+    assert [l for l in out.splitlines() if len(l) > 100 and "/" not in l] == [], out
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("takes ") and len(line) > 90:  # a long list goes on below, indented
+            assert lines[i + 1].startswith(" " * 15) and "(" in lines[i + 1], lines[i:i + 2]

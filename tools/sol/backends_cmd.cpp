@@ -2,6 +2,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 #include "capture/blas/call.hpp"
 #include "capture/blas/libraries.hpp"
 #include "capture/ir/dnn.hpp"
+#include "common/human.hpp"
 #include "config/config.hpp"
 #include "hal/registry.hpp"
 #include "tools/sol/commands.hpp"
@@ -19,6 +21,8 @@ namespace sol::tools {
 namespace {
 
 using capture::Sym;
+
+constexpr size_t kWidth = 100;  // of the lines, for a terminal
 
 // A small, valid node of a Fortran routine, to ask supports() about; never run.
 capture::Node probe_node(Sym routine) {
@@ -60,11 +64,12 @@ std::vector<std::pair<Sym, bool>> routines() {
   return out;
 }
 
-// "gemm (f32 f64 c64 c128), axpy (f32)...": what a backend takes, grouped by operation.
-std::string coverage(const hal::Backend& backend, size_t& count, size_t total) {
+// "takes 140 of 148 BLAS routines:", "gemm (f32 f64 c64 c128)", "axpy (f32)"...: what a backend
+// takes, grouped by operation, as items to wrap.
+std::vector<std::string> coverage(const hal::Backend& backend, size_t total) {
   std::map<std::string, std::vector<std::string>> by_op;
   std::vector<std::string> order;
-  count = 0;
+  size_t count = 0;
   for (const auto& [routine, real] : routines()) {
     capture::Node n = probe_node(routine);
     n.blas.real_alpha = real;
@@ -74,15 +79,16 @@ std::string coverage(const hal::Backend& backend, size_t& count, size_t total) {
     if (!by_op.count(op)) order.push_back(op);
     by_op[op].push_back(std::string(capture::dtype_name(n.dtype)) + (real ? "/real-alpha" : ""));
   }
-  if (count == total) return "all " + std::to_string(total) + " BLAS routines (levels 1-3; f32 f64 c64 c128)";
-  if (count == 0) return "no BLAS routine";
-  std::string out = std::to_string(count) + " of " + std::to_string(total) + " BLAS routines:";
+  if (count == total) return {"takes all " + std::to_string(total) + " BLAS routines (levels 1-3; f32 f64 c64 c128)"};
+  if (count == 0) return {"takes no BLAS routine"};
+  std::vector<std::string> items = {"takes " + std::to_string(count) + " of " + std::to_string(total) +
+                                    " BLAS routines:"};
   for (const auto& op : order) {
-    out += " " + op + " (";
-    for (size_t i = 0; i < by_op[op].size(); ++i) out += (i ? " " : "") + by_op[op][i];
-    out += ")";
+    std::string item = op + " (";
+    for (size_t i = 0; i < by_op[op].size(); ++i) item += (i ? " " : "") + by_op[op][i];
+    items.push_back(item + ")");
   }
-  return out;
+  return items;
 }
 
 // A small, consistent forward DNN node of `kind` (f32, plain layouts), to ask supports() about.
@@ -234,29 +240,33 @@ int cmd_backends(const BackendsOptions& options) {
   hal::Registry registry(cfg);
   const size_t total = routines().size();
 
-  // The backends first: probing the system's libraries below loads them into this process.
+  // The backends first: probing the system's libraries below loads them into this process. Built as
+  // strings: the list of routines can be longer than any fixed buffer. Long lines wrap, with a
+  // hanging indent under the text they continue.
   std::string lines;
-  char buf[1024];
+  const auto add = [&lines](size_t at, const std::string& head, const std::vector<std::string>& wrapped) {
+    for (size_t i = 0; i < wrapped.size(); ++i)
+      lines += (i ? std::string(at + 2, ' ') : std::string(at - head.size(), ' ') + head) + wrapped[i] + "\n";
+  };
   for (const auto& e : hal::builtin_backends()) {
     hal::Backend* b = registry.get(e.name);
+    char head[64];
     if (!b) {
-      std::snprintf(buf, sizeof buf, "%-10s unavailable: %s\n", e.name, registry.why(e.name).c_str());
-      lines += buf;
+      std::snprintf(head, sizeof head, "%-10s unavailable: ", e.name);
+      add(std::strlen(head), head, wrap(registry.why(e.name), kWidth - std::strlen(head)));
       continue;
     }
     // An accelerator measures its costs at the first question about them: asked first, so that
     // device() below already shows the figures.
     if (b->accelerator()) b->min_flops();
-    size_t count = 0;
-    const std::string ops = coverage(*b, count, total);
-    // Built as strings: the list of routines can be longer than any fixed buffer.
-    std::snprintf(buf, sizeof buf, "%-10s available%s: ", e.name, b->accelerator() ? " (accelerator)" : "");
-    const std::string indent(13, ' ');
-    lines += buf + b->device() + "\n" + indent + "takes " + ops + "\n" + indent + "and " + dnn_coverage(*b) + "\n";
+    std::snprintf(head, sizeof head, "%-10s available%s: ", e.name, b->accelerator() ? " (accelerator)" : "");
+    add(std::strlen(head), head, wrap(b->device(), kWidth - std::strlen(head)));
+    for (const auto& what : {coverage(*b, total), std::vector<std::string>{"and " + dnn_coverage(*b)}})
+      add(13, "", what.size() > 1 ? wrap(what, kWidth - 15) : wrap(what[0], kWidth - 15));
     if (b->accelerator()) {
-      std::snprintf(buf, sizeof buf, "%-10s   under auto: nodes of at least %.0f flops\n", "",
-                    b->min_flops());
-      lines += buf;
+      char line[128];
+      std::snprintf(line, sizeof line, "under auto: nodes of at least %.0f flops", b->min_flops());
+      add(13, "", {line});
     }
   }
   print_native_blas(stdout);
