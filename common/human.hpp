@@ -49,7 +49,8 @@ inline std::vector<std::string> wrap(const std::vector<std::string>& items, size
     if (!lines.empty() && lines.back().size() + separator.size() + item.size() <= width) {
       lines.back().append(separator).append(item);
     } else {
-      if (!lines.empty() && separator.size() > 1) lines.back().append(separator.substr(0, separator.find(' ')));
+      if (!lines.empty() && separator.size() > 1)
+        lines.back().append(separator.substr(0, separator.find(' ')));
       lines.push_back(item);
     }
   }

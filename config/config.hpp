@@ -58,7 +58,9 @@ std::string default_text(const KeyInfo& k);
 
 // The backend names a backend_list may hold, in documentation order: auto, native, then the
 // backends SOL is built with, from their one list. Every message, --help and `sol backends` use it.
-inline constexpr const char* kBackendNames[] = {"auto", "native",
+inline constexpr const char* kBackendNames[] = {
+    "auto",
+    "native",
 #define SOL_BACKEND(name) #name,
 #include "backends/registry.def"
 #undef SOL_BACKEND

@@ -256,23 +256,29 @@ Malformed malformed(std::string_view text, const toml::parse_error& e) {
   const size_t indent = std::min(line.find_first_not_of(" \t"), line.size());
   const auto quoted = [&] {  // the last '...' of TOML++'s text: the key it names
     const size_t close = detail.rfind('\'');
-    const size_t open = close == std::string::npos || close == 0 ? std::string::npos : detail.rfind('\'', close - 1);
+    const size_t open =
+        close == std::string::npos || close == 0 ? std::string::npos : detail.rfind('\'', close - 1);
     return open == std::string::npos ? std::string("''") : detail.substr(open, close - open + 1);
   };
 
   if (context.find("string") != std::string::npos &&
-      (detail.rfind("encountered end-of-file", 0) == 0 || (detail.find("control characters") != std::string::npos && line_ended))) {
+      (detail.rfind("encountered end-of-file", 0) == 0 ||
+       (detail.find("control characters") != std::string::npos && line_ended))) {
     const char quote = context.find("literal") != std::string::npos ? '\'' : '"';
     const std::string triple(3, quote);
     // A multi-line string left open runs to the end of the file: it opens at the last of an odd
     // number of triple quotes.
     size_t count = 0, last = std::string_view::npos;
-    for (size_t i = text.find(triple); i != std::string_view::npos; i = text.find(triple, i + 3)) ++count, last = i;
+    for (size_t i = text.find(triple); i != std::string_view::npos; i = text.find(triple, i + 3))
+      ++count, last = i;
     if (count % 2 == 1 && detail.rfind("encountered end-of-file", 0) == 0) {
-      const size_t line_start = text.rfind('\n', last) == std::string_view::npos ? 0 : text.rfind('\n', last) + 1;
-      m.line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(last), '\n'));
+      const size_t line_start =
+          text.rfind('\n', last) == std::string_view::npos ? 0 : text.rfind('\n', last) + 1;
+      m.line = 1 + static_cast<size_t>(
+                       std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(last), '\n'));
       m.column = last - line_start + 1;
-      m.what = "string not closed: this multi-line string needs a closing " + triple + " before the end of the file";
+      m.what = "string not closed: this multi-line string needs a closing " + triple +
+               " before the end of the file";
     } else {
       if (const size_t opened = open_quote(line, at)) m.column = opened;
       m.what = std::string("string not closed: it needs a closing ") + quote + " before the end of the line";
@@ -285,8 +291,9 @@ Malformed malformed(std::string_view text, const toml::parse_error& e) {
     // TOML++ points at the value; the repeated key starts the line.
     m.column = indent + 1;
     const std::string name = quoted();
-    m.what = context == "table header" ? "duplicate table [" + name.substr(1, name.size() - 2) + "]: each table is opened once"
-                                       : "duplicate key " + name + ": each key is set once";
+    m.what = context == "table header"
+                 ? "duplicate table [" + name.substr(1, name.size() - 2) + "]: each table is opened once"
+                 : "duplicate key " + name + ": each key is set once";
   } else if (context == "table header" && detail.rfind("expected ']'", 0) == 0) {
     m.what = "table header not closed: it needs a ']' before the end of the line";
   } else if (detail.rfind("expected value", 0) == 0 && line_ended) {
@@ -295,17 +302,20 @@ Malformed malformed(std::string_view text, const toml::parse_error& e) {
     // A bare word (log = info): TOML reads it as a number, a boolean or nothing.
     const size_t begin = line.find_first_not_of(" \t", eq + 1);
     const size_t end = std::min(line.find_first_of(" \t#", begin), line.size());
-    const std::string word(begin == std::string_view::npos ? std::string_view() : line.substr(begin, end - begin));
-    const bool bare = !word.empty() && std::isalpha(static_cast<unsigned char>(word[0])) &&
-                      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") ==
-                          std::string::npos &&
-                      word != "true" && word != "false" && word != "inf" && word != "nan";
+    const std::string word(begin == std::string_view::npos ? std::string_view()
+                                                           : line.substr(begin, end - begin));
+    const bool bare =
+        !word.empty() && std::isalpha(static_cast<unsigned char>(word[0])) &&
+        word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") ==
+            std::string::npos &&
+        word != "true" && word != "false" && word != "inf" && word != "nan";
     if (bare) {
       m.column = begin + 1;
       m.what = "the value " + word + " needs quotes: \"" + word + "\"";
     }
   }
-  if (m.what.rfind("Error while parsing ", 0) == 0 && !context.empty()) m.what = detail + " (in the " + context + ")";
+  if (m.what.rfind("Error while parsing ", 0) == 0 && !context.empty())
+    m.what = detail + " (in the " + context + ")";
   // The architecture document's [backend.NAME] tables cannot live beside the backend key.
   if (detail.find("'backend.") != std::string::npos && detail.find("redefine") != std::string::npos)
     m.what += "; `backend` is the backend list, so per-backend settings go in [backends.NAME] tables";

@@ -30,10 +30,10 @@
 #include "common/native.hpp"
 #include "common/openblas_core.hpp"
 #include "config/config.hpp"
+#include "hal/one_time.hpp"
 #include "hal/profile.hpp"
 #include "hal/registry.hpp"
 #include "hal/router.hpp"
-#include "hal/one_time.hpp"
 #include "hal/transfers.hpp"
 
 namespace sol::capture {

@@ -162,7 +162,9 @@ class Frames {
     auto it = frames_.find(ip);
     if (it == frames_.end()) {
       if (!symbolizer_) symbolizer_.emplace();
-      it = frames_.emplace(ip, Frame{symbolizer_->describe(ip), symbolizer_->source(ip), s_.python.in_interpreter(ip)})
+      it = frames_
+               .emplace(ip, Frame{symbolizer_->describe(ip), symbolizer_->source(ip),
+                                  s_.python.in_interpreter(ip)})
                .first;
     }
     return it->second;
@@ -524,28 +526,31 @@ void stderr_table(State& s, const Merged& m, const std::vector<uint32_t>& sig_or
   char real[PATH_MAX];
   const std::string dir = ::realpath(s.dir.c_str(), real) ? std::string(real) : s.dir;
   log::write(log::Level::warn, "trace: %llu calls, %s traced; files: %s/sol-%s.* (sol report %s)",
-             static_cast<unsigned long long>(m.calls), human_ns(m.traced_ns).c_str(), dir.c_str(), s.tag.c_str(),
-             dir.c_str());
+             static_cast<unsigned long long>(m.calls), human_ns(m.traced_ns).c_str(), dir.c_str(),
+             s.tag.c_str(), dir.c_str());
   int symbol_w = 6, op_w = 2;
   for (uint32_t id : rows) {
     symbol_w = std::max(symbol_w, static_cast<int>(std::strlen(symbol_name(s.sigs[id].sym))));
     op_w = std::max(op_w, static_cast<int>(s.sigs[id].op.size()));
   }
-  log::write(log::Level::warn, "%9s %11s %6s  %-*s  %-*s  %s", "calls", "total", "%", symbol_w, "symbol", op_w,
-             "op", "shape");
+  log::write(log::Level::warn, "%9s %11s %6s  %-*s  %-*s  %s", "calls", "total", "%", symbol_w, "symbol",
+             op_w, "op", "shape");
   const size_t shape_at = 9 + 1 + 11 + 1 + 6 + 2 + symbol_w + 2 + op_w + 2;
   for (uint32_t id : rows) {
     const Signature& g = s.sigs[id];
     const SigStats& st = m.sigs[id];
-    const std::vector<std::string> shape = wrap(g.shape, std::max(kShapeWidth, kWidth - std::min(kWidth, shape_at)));
-    log::write(log::Level::warn, "%9llu %11s %5.1f%%  %-*s  %-*s  %s", static_cast<unsigned long long>(st.calls),
-               human_ns(st.total_ns).c_str(), m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0, symbol_w,
-               symbol_name(g.sym), op_w, g.op.c_str(), shape.empty() ? "" : shape[0].c_str());
+    const std::vector<std::string> shape =
+        wrap(g.shape, std::max(kShapeWidth, kWidth - std::min(kWidth, shape_at)));
+    log::write(log::Level::warn, "%9llu %11s %5.1f%%  %-*s  %-*s  %s",
+               static_cast<unsigned long long>(st.calls), human_ns(st.total_ns).c_str(),
+               m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0, symbol_w, symbol_name(g.sym), op_w,
+               g.op.c_str(), shape.empty() ? "" : shape[0].c_str());
     for (size_t i = 1; i < shape.size(); ++i)
       log::write(log::Level::warn, "%*s%s", static_cast<int>(shape_at), "", shape[i].c_str());
   }
   if (setup_calls)
-    log::write(log::Level::warn, "and %llu set-up calls (%llu signatures) not shown: sol report --setup lists them",
+    log::write(log::Level::warn,
+               "and %llu set-up calls (%llu signatures) not shown: sol report --setup lists them",
                static_cast<unsigned long long>(setup_calls), static_cast<unsigned long long>(setup_sigs));
 }
 

@@ -87,7 +87,8 @@ Interpreter::Status Interpreter::find() noexcept {
   unicode_type_ = reinterpret_cast<uintptr_t>(dlsym(RTLD_DEFAULT, "PyUnicode_Type"));
   const void* runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
   Dl_info object{};
-  if (this_thread_state_ && dladdr(reinterpret_cast<void*>(this_thread_state_), &object)) object_ = object.dli_fbase;
+  if (this_thread_state_ && dladdr(reinterpret_cast<void*>(this_thread_state_), &object))
+    object_ = object.dli_fbase;
   const bool ok = this_thread_state_ && is_initialized_ && addr2line_ && code_type_ && unicode_type_ &&
                   layout_for(major, minor, runtime);
   status_.store(ok ? Status::found : Status::unsupported, std::memory_order_release);

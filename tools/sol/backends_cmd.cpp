@@ -79,7 +79,8 @@ std::vector<std::string> coverage(const hal::Backend& backend, size_t total) {
     if (!by_op.count(op)) order.push_back(op);
     by_op[op].push_back(std::string(capture::dtype_name(n.dtype)) + (real ? "/real-alpha" : ""));
   }
-  if (count == total) return {"takes all " + std::to_string(total) + " BLAS routines (levels 1-3; f32 f64 c64 c128)"};
+  if (count == total)
+    return {"takes all " + std::to_string(total) + " BLAS routines (levels 1-3; f32 f64 c64 c128)"};
   if (count == 0) return {"takes no BLAS routine"};
   std::vector<std::string> items = {"takes " + std::to_string(count) + " of " + std::to_string(total) +
                                     " BLAS routines:"};

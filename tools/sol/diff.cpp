@@ -185,8 +185,10 @@ auto compare(const std::map<Match, Seen>& a, const std::map<Match, Seen>& b, boo
   const auto by = [](auto value) {
     return [value](const auto& x, const auto& y) { return value(x.second) > value(y.second); };
   };
-  std::stable_sort(out.only_a.begin(), out.only_a.end(), by([total](const Delta& d) { return ranked(d.a, total); }));
-  std::stable_sort(out.only_b.begin(), out.only_b.end(), by([total](const Delta& d) { return ranked(d.b, total); }));
+  std::stable_sort(out.only_a.begin(), out.only_a.end(),
+                   by([total](const Delta& d) { return ranked(d.a, total); }));
+  std::stable_sort(out.only_b.begin(), out.only_b.end(),
+                   by([total](const Delta& d) { return ranked(d.b, total); }));
   std::stable_sort(out.common.begin(), out.common.end(), by([total](const Delta& d) {
                      return std::make_pair(std::llabs(minus(ranked(d.b, total), ranked(d.a, total))),
                                            std::llabs(d.calls_delta()));
@@ -298,8 +300,8 @@ struct Marks {
 };
 
 template <typename Key>
-void print_section(const char* title, const std::vector<std::pair<Key, Delta>>& rows, bool common, size_t limit,
-                   bool total, Marks& marks, const SiteLabels& labels = {}) {
+void print_section(const char* title, const std::vector<std::pair<Key, Delta>>& rows, bool common,
+                   size_t limit, bool total, Marks& marks, const SiteLabels& labels = {}) {
   if (rows.empty()) {
     std::printf("\n%s: none\n", title);
     return;
@@ -307,10 +309,15 @@ void print_section(const char* title, const std::vector<std::pair<Key, Delta>>& 
   const char* time = total ? "time" : "steady";
   std::printf("\n%s: %zu%s\n", title, rows.size(),
               common ? (total ? ", by |time delta|" : ", by |steady-state time delta|") : "");
-  std::vector<std::string> header =
-      common ? std::vector<std::string>{"calls A", "calls B", "delta", std::string(time) + " A",
-                                        std::string(time) + " B", "delta", "rel", "one-time work"}
-             : std::vector<std::string>{"calls", time, "one-time work"};
+  std::vector<std::string> header = common ? std::vector<std::string>{"calls A",
+                                                                      "calls B",
+                                                                      "delta",
+                                                                      std::string(time) + " A",
+                                                                      std::string(time) + " B",
+                                                                      "delta",
+                                                                      "rel",
+                                                                      "one-time work"}
+                                           : std::vector<std::string>{"calls", time, "one-time work"};
   const size_t numeric = header.size() - 1;
   for (auto& h : text_key_header(Key{})) header.push_back(h);
   std::vector<bool> left(header.size(), true);
@@ -322,8 +329,13 @@ void print_section(const char* title, const std::vector<std::pair<Key, Delta>>& 
     const auto text = [](const std::optional<uint64_t>& ns) { return ns ? human_ns(*ns) : std::string("-"); };
     std::vector<std::string> cells;
     if (common)
-      cells = {std::to_string(d.a.calls), std::to_string(d.b.calls), signed_count(d.calls_delta()), text(a), text(b),
-               a && b ? signed_ns(minus(*b, *a)) : "-", a && b ? rel_text(minus(*b, *a), *a) : "-"};
+      cells = {std::to_string(d.a.calls),
+               std::to_string(d.b.calls),
+               signed_count(d.calls_delta()),
+               text(a),
+               text(b),
+               a && b ? signed_ns(minus(*b, *a)) : "-",
+               a && b ? rel_text(minus(*b, *a), *a) : "-"};
     else if (d.a.calls > 0)
       cells = {std::to_string(d.a.calls), text(a)};
     else
@@ -340,10 +352,11 @@ void print_section(const char* title, const std::vector<std::pair<Key, Delta>>& 
 
 void print_footnotes(const Marks& marks, bool total) {
   if (!marks.one_time) return;
-  std::printf("\none-time work: calls that also compiled or loaded a kernel, started a backend or measured auto's\n"
-              "candidates, and their time. %s\n",
-              total ? "The times above include it (--rank total)."
-                    : "Steady-state times count those calls at the others' mean\n(--rank total: as they were).");
+  std::printf(
+      "\none-time work: calls that also compiled or loaded a kernel, started a backend or measured auto's\n"
+      "candidates, and their time. %s\n",
+      total ? "The times above include it (--rank total)."
+            : "Steady-state times count those calls at the others' mean\n(--rank total: as they were).");
   if (marks.no_steady && !total)
     std::printf("-: every call did such work: no steady-state time, ranked last.\n");
 }
@@ -391,7 +404,8 @@ int cmd_diff(const DiffOptions& o) {
   }
 
   const Sections<OpRow> ops = compare(ops_of(*a, o.across_apis), ops_of(*b, o.across_apis), o.rank_total);
-  const Sections<SiteRow> sites = compare(sites_of(*a, o.across_apis), sites_of(*b, o.across_apis), o.rank_total);
+  const Sections<SiteRow> sites =
+      compare(sites_of(*a, o.across_apis), sites_of(*b, o.across_apis), o.rank_total);
   const Delta totals{{a->calls(), a->traced_ns(), {}}, {b->calls(), b->traced_ns(), {}}};
   const size_t limit = o.limit();
 
@@ -399,9 +413,10 @@ int cmd_diff(const DiffOptions& o) {
     std::printf("sol diff:\n  A: %s: %s\n  B: %s: %s\n", a->path.c_str(), survey_line(*a).c_str(),
                 b->path.c_str(), survey_line(*b).c_str());
     std::printf("  calls %llu -> %llu (%s, %s), traced %s -> %s (%s, %s)\n",
-                static_cast<unsigned long long>(totals.a.calls), static_cast<unsigned long long>(totals.b.calls),
-                signed_count(totals.calls_delta()).c_str(), rel_text(totals.calls_delta(), totals.a.calls).c_str(),
-                human_ns(totals.a.ns).c_str(), human_ns(totals.b.ns).c_str(), signed_ns(totals.ns_delta()).c_str(),
+                static_cast<unsigned long long>(totals.a.calls),
+                static_cast<unsigned long long>(totals.b.calls), signed_count(totals.calls_delta()).c_str(),
+                rel_text(totals.calls_delta(), totals.a.calls).c_str(), human_ns(totals.a.ns).c_str(),
+                human_ns(totals.b.ns).c_str(), signed_ns(totals.ns_delta()).c_str(),
                 rel_text(totals.ns_delta(), totals.a.ns).c_str());
     Marks marks;
     print_section("Op signatures only in A", ops.only_a, false, limit, o.rank_total, marks);

@@ -306,9 +306,10 @@ int main(int argc, char** argv) {
   diff_cmd->add_flag("--across-apis", diff.across_apis,
                      "match ops by op, dtype and shape alone (sgemm_ with cblas_sgemm), sites by frames alone");
   diff_cmd->add_flag("--setup", diff.setup, kSetupHelp);
-  add_choice(diff_cmd, "--rank", diff.rank_total, {{"steady", false}, {"total", true}},
-             "rank and show steady-state time, with the calls that did one-time work (a kernel compile, a backend "
-             "start, auto's measuring) apart (the default), or total time");
+  add_choice(
+      diff_cmd, "--rank", diff.rank_total, {{"steady", false}, {"total", true}},
+      "rank and show steady-state time, with the calls that did one-time work (a kernel compile, a backend "
+      "start, auto's measuring) apart (the default), or total time");
   add_table_options(diff_cmd, diff);
 
   BackendsOptions backends;
@@ -363,9 +364,10 @@ int main(int argc, char** argv) {
              "text for people (the default) or json");
 
   // Set last, so that the commands do not inherit it.
-  app.footer("'sol COMMAND --help' describes a command. Environment variables and the TOML file are described\n"
-             "in the README and in " +
-             example_config() + ", which lists every key.");
+  app.footer(
+      "'sol COMMAND --help' describes a command. Environment variables and the TOML file are described\n"
+      "in the README and in " +
+      example_config() + ", which lists every key.");
 
   try {
     app.parse(argc, argv);

@@ -52,7 +52,8 @@ void print_native_blas(std::FILE* out) {
     // Long texts wrap at 100 columns, as the rest of `sol backends` does.
     const auto print = [out](const std::string& text) {
       const std::vector<std::string> lines = wrap(text, 96);
-      for (size_t i = 0; i < lines.size(); ++i) std::fprintf(out, "%s%s\n", i ? "    " : "  ", lines[i].c_str());
+      for (size_t i = 0; i < lines.size(); ++i)
+        std::fprintf(out, "%s%s\n", i ? "    " : "  ", lines[i].c_str());
     };
     print(check.config + ": " + check.core + " kernels (" + cpu::isa_name(check.core_isa) + ")");
     if (check.below_par) print("below par: " + check.fix);

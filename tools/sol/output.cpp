@@ -88,7 +88,8 @@ SiteLabels site_labels(const std::vector<SiteKey>& keys) {
         if (other != k) parts.insert(parting(k->frames, other->frames));
       std::string out = label;
       for (size_t i : parts)
-        out += " [frame " + std::to_string(i) + ": " + (i < k->frames.size() ? k->frames[i] : "none, the stack ends") + "]";
+        out += " [frame " + std::to_string(i) + ": " +
+               (i < k->frames.size() ? k->frames[i] : "none, the stack ends") + "]";
       labels[*k] = out;
     }
   }
@@ -120,7 +121,8 @@ void TextTable::print(FILE* out, const std::string& indent) const {
   line(header_);
   for (size_t i = 0; i < rows_.size(); ++i) {
     line(rows_[i]);
-    if (!below_[i].empty()) std::fprintf(out, "%s%s\n", std::string(last_column, ' ').c_str(), below_[i].c_str());
+    if (!below_[i].empty())
+      std::fprintf(out, "%s%s\n", std::string(last_column, ' ').c_str(), below_[i].c_str());
   }
 }
 
@@ -143,7 +145,8 @@ std::string site_op_text(const Row& identity) {
   if (const std::string shape = identity["shape"].get<std::string>(); !shape.empty()) out += " " + shape;
   // Calls of signatures the trace does not name (beyond its first four) make it "or more".
   const uint64_t others = identity["signatures"].get<uint64_t>() - 1;
-  if (identity["other_calls"].get<uint64_t>() > 0) return out + " (+" + std::to_string(others + 1) + " or more others)";
+  if (identity["other_calls"].get<uint64_t>() > 0)
+    return out + " (+" + std::to_string(others + 1) + " or more others)";
   if (others > 0) out += " (+" + std::to_string(others) + (others == 1 ? " other)" : " others)");
   return out;
 }

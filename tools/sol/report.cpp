@@ -38,7 +38,8 @@
 //
 // Exit status: 0; 2 for a bad option or an input that cannot be used (missing path, directory
 // without sol-* files, corrupt or non-SOL summary named on the command line, a flame graph or
-// Perfetto trace that cannot be written). In a directory, a bad file is a "sol: warning: " line and is skipped.
+// Perfetto trace that cannot be written). In a directory, a bad file is a "sol: warning: " line and is
+// skipped.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -151,7 +152,8 @@ View build_view(const Survey& s, const std::string& by) {
         v, [](const auto& e) { return e.second.total_ns; }, [](const auto& e) { return e.second.calls; });
     View view{{},
               {},
-              TextTable({"calls", "total", "%", "mean", "procs", kSiteHeader}, {false, false, false, false, false, true})};
+              TextTable({"calls", "total", "%", "mean", "procs", kSiteHeader},
+                        {false, false, false, false, false, true})};
     std::vector<SiteKey> keys;
     for (const auto& [k, st] : v) {
       view.rows.push_back(site_row(k, st, traced));
@@ -218,9 +220,9 @@ void print_text(const Survey& s, View& view, const ReportOptions& o) {
   for (size_t i = 0; i < shown; ++i) {
     const Row& r = view.rows[i];
     const bool site = r.contains("frames");
-    view.table.add(view.text_cells(r),
-                   site ? view.labels.at({r["symbol"].get<std::string>(), r["frames"].get<std::vector<std::string>>()})
-                        : std::string());
+    view.table.add(view.text_cells(r), site ? view.labels.at({r["symbol"].get<std::string>(),
+                                                              r["frames"].get<std::vector<std::string>>()})
+                                            : std::string());
   }
   view.table.print(stdout);
   if (shown < view.rows.size())

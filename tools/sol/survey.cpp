@@ -299,8 +299,8 @@ void add_event(ProcessData& p, const json& ev, uint64_t& end_ns) {
   const uint64_t ts = us_to_ns(member(ev, "ts", where));
   OneTime one_time;
   if (args.contains("one_time")) one_time = {1, dur, one_time_kinds(get_string(args, "one_time", where))};
-  p.ops[key].add({1, dur, dur, dur, get_count_or_zero(args, "flops", where), get_count_or_zero(args, "bytes", where),
-                  one_time});
+  p.ops[key].add({1, dur, dur, dur, get_count_or_zero(args, "flops", where),
+                  get_count_or_zero(args, "bytes", where), one_time});
   SiteStats site{1, dur, 0, one_time, {{SiteOp{key.op, key.dtype, key.shape}, 1}}, 0};
   p.sites[SiteKey{key.symbol, {}}].add(site);
   p.info.calls += 1;
@@ -658,7 +658,8 @@ void OneTime::add(const OneTime& o) {
 std::optional<uint64_t> steady_ns(uint64_t calls, uint64_t total_ns, const OneTime& one_time) {
   if (one_time.calls == 0) return total_ns;
   if (calls <= one_time.calls || one_time.ns > total_ns) return std::nullopt;
-  const double mean = static_cast<double>(total_ns - one_time.ns) / static_cast<double>(calls - one_time.calls);
+  const double mean =
+      static_cast<double>(total_ns - one_time.ns) / static_cast<double>(calls - one_time.calls);
   return static_cast<uint64_t>(std::llround(mean * static_cast<double>(calls)));
 }
 

@@ -110,7 +110,8 @@ std::vector<std::string> shapes_from(const Survey& survey, int& skipped) {
 // `measured`: after a measuring run, which wrote the profile: said first.
 int show(const config::Config& cfg, Format format, bool measured = false) {
   const profile::Profile prof(cfg, find_libsol());
-  if (measured && !prof.path().empty()) print_written(prof.path(), "this machine's profile, with the measurements");
+  if (measured && !prof.path().empty())
+    print_written(prof.path(), "this machine's profile, with the measurements");
   const std::string fingerprint = profile::machine_fingerprint(cfg, find_libsol());
   std::vector<profile::Row> rows;
   std::string why;
@@ -145,9 +146,10 @@ int show(const config::Config& cfg, Format format, bool measured = false) {
                   profile::profile_dir(cfg).c_str());
     return 0;
   }
-  std::printf("Profile %s (%zu shape classes; rates in GFLOP/s, measured at the size shown: each candidate's best\n"
-              "in the processes that judged the class)\n",
-              prof.path().c_str(), rows.size());
+  std::printf(
+      "Profile %s (%zu shape classes; rates in GFLOP/s, measured at the size shown: each candidate's best\n"
+      "in the processes that judged the class)\n",
+      prof.path().c_str(), rows.size());
   // One table per native library, each column as wide as its longest cell.
   std::string native;
   std::optional<TextTable> table;
@@ -182,13 +184,15 @@ int show(const config::Config& cfg, Format format, bool measured = false) {
     for (size_t i = 0; i < lines.size(); ++i) std::printf("%s%s\n", i ? "  " : "", lines[i].c_str());
   };
   if (kept)
-    note("* Kept although another candidate raced faster: a race run beside the program's own threads is not "
-         "taken at its word, and the process ended before that candidate's trial in real calls could confirm it. "
-         "Later processes try it, until " +
-         std::to_string(profile::kJudges) + " have judged the class.");
-  note("figures: calm (a race nothing known disturbed), trial (the calls of a trial in use), tuned (sol tune, "
-       "which programs never replace), provisional (a race while the process started or beside a busy pool: "
-       "measured again once calm)");
+    note(
+        "* Kept although another candidate raced faster: a race run beside the program's own threads is not "
+        "taken at its word, and the process ended before that candidate's trial in real calls could confirm "
+        "it. Later processes try it, until " +
+        std::to_string(profile::kJudges) + " have judged the class.");
+  note(
+      "figures: calm (a race nothing known disturbed), trial (the calls of a trial in use), tuned (sol tune, "
+      "which programs never replace), provisional (a race while the process started or beside a busy pool: "
+      "measured again once calm)");
   if (const int others = other_profiles(profile::profile_dir(cfg), prof.path()))
     std::printf("\n%d more profile(s) in %s belong to other machines, library builds or environments.\n", others,
                 profile::profile_dir(cfg).c_str());
