@@ -2,6 +2,9 @@
 // that the two read alike.
 #pragma once
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -37,6 +40,14 @@ inline std::string human_bytes(uint64_t bytes) {
   else
     std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
   return buf;
+}
+
+// The width of the terminal `fd` writes to, 0 when it is no terminal: long lists wrap for people
+// at a terminal and stay one line for programs that read them from a pipe or file.
+inline size_t terminal_columns(int fd) {
+  struct winsize w {};
+  if (!::isatty(fd)) return 0;
+  return ::ioctl(fd, TIOCGWINSZ, &w) == 0 && w.ws_col > 0 ? w.ws_col : 100;
 }
 
 // `items` joined by `separator` into lines of at most `width` characters, breaking only between

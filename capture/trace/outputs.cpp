@@ -512,7 +512,7 @@ std::string stack_frames(const Merged& m, Frames& frames) {
 // shape wraps under its column.
 void stderr_table(State& s, const Merged& m, const std::vector<uint32_t>& sig_order) {
   if (!log::enabled(log::Level::warn)) return;
-  constexpr size_t kRows = 5, kWidth = 140, kShapeWidth = 60;  // a wide terminal; the shapes' least
+  constexpr size_t kRows = 5, kShapeWidth = 40;  // the shapes' least width at a terminal
   std::vector<uint32_t> rows;
   uint64_t setup_calls = 0, setup_sigs = 0;
   for (uint32_t id : sig_order) {
@@ -536,11 +536,14 @@ void stderr_table(State& s, const Merged& m, const std::vector<uint32_t>& sig_or
   log::write(log::Level::warn, "%9s %11s %6s  %-*s  %-*s  %s", "calls", "total", "%", symbol_w, "symbol",
              op_w, "op", "shape");
   const size_t shape_at = 9 + 1 + 11 + 1 + 6 + 2 + symbol_w + 2 + op_w + 2;
+  // At a terminal a long shape wraps under its column; into a file or pipe it stays one line.
+  const size_t columns = terminal_columns(STDERR_FILENO), prefix = 5;  // "sol: "
+  const size_t shape_width =
+      !columns ? SIZE_MAX : std::max(kShapeWidth, columns - std::min(columns, prefix + shape_at));
   for (uint32_t id : rows) {
     const Signature& g = s.sigs[id];
     const SigStats& st = m.sigs[id];
-    const std::vector<std::string> shape =
-        wrap(g.shape, std::max(kShapeWidth, kWidth - std::min(kWidth, shape_at)));
+    const std::vector<std::string> shape = wrap(g.shape, shape_width);
     log::write(log::Level::warn, "%9llu %11s %5.1f%%  %-*s  %-*s  %s",
                static_cast<unsigned long long>(st.calls), human_ns(st.total_ns).c_str(),
                m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0, symbol_w, symbol_name(g.sym), op_w,

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import PY_PROGRAMS, PYTHON, SOL, run
+from conftest import PY_PROGRAMS, PYTHON, SOL, run, run_on_terminal
 from test_trace import files, traced
 
 SETUP_OPS = {"dnnl_api", "cublas_api", "cudnn_api"}
@@ -92,20 +92,27 @@ def test_site_rows_name_their_op(cnn):
 
 def test_exit_table_columns_stay_aligned(tmp_path):
     """Batch normalizations only: a 22-character symbol and a 19-character op (a fixed 14-character
-    column pushed the shapes out of line), in columns as wide as what they hold."""
-    r, _ = traced([PYTHON, str(PY_PROGRAMS / "torch_dnn_cnn.py")], tmp_path,
-                  env={"SOL_TRACE_INCLUDE": "batch_normalization"})
-    assert r.returncode == 0, r.stderr
-    header, rows = exit_table(r.stderr)
-    symbol_at, op_at, shape_at = header.index("symbol"), header.index(" op ") + 1, header.index("shape")
-    assert rows, r.stderr
-    for row in rows:
-        if not row.lstrip()[0].isdigit():  # a long shape's next line, under the shape column
-            assert row[:shape_at].strip() == "" and row[shape_at] != " ", (header, row)
-            continue
-        assert row[symbol_at:].startswith("dnnl_primitive_execute "), (header, row)
-        assert row[op_at:].startswith("batch_normalization "), (header, row)
-        assert row[shape_at - 1] == " " and row[shape_at:].startswith("prop="), (header, row)
+    column pushed the shapes out of line), in columns as wide as what they hold. At a terminal a long
+    shape wraps under its column; into a pipe it stays one line."""
+    env = {"SOL_TRACE": "1", "SOL_TRACE_INCLUDE": "batch_normalization"}
+    cmd = [PYTHON, str(PY_PROGRAMS / "torch_dnn_cnn.py")]
+    piped = run(cmd, env=dict(env, SOL_TRACE_DIR=str(tmp_path / "piped")))
+    status, on_terminal, _ = run_on_terminal(cmd, 120, stream="stderr", env=dict(env, SOL_TRACE_DIR=str(tmp_path / "tty")))
+    assert piped.returncode == 0 and status == 0, piped.stderr + on_terminal
+    for stderr, columns in ((piped.stderr, None), (on_terminal, 120)):
+        header, rows = exit_table(stderr)
+        symbol_at, op_at, shape_at = header.index("symbol"), header.index(" op ") + 1, header.index("shape")
+        assert rows, stderr
+        for row in rows:
+            if columns:
+                assert len("sol: " + row) <= columns, row
+            if not row.lstrip()[0].isdigit():  # a long shape's next line, under the shape column
+                assert columns and row[:shape_at].strip() == "" and row[shape_at] != " ", (header, row)
+                continue
+            assert row[symbol_at:].startswith("dnnl_primitive_execute "), (header, row)
+            assert row[op_at:].startswith("batch_normalization "), (header, row)
+            assert row[shape_at - 1] == " " and row[shape_at:].startswith("prop="), (header, row)
+    assert len(exit_table(on_terminal)[1]) > len(exit_table(piped.stderr)[1])  # its shapes wrapped
 
 
 def test_every_command_that_writes_a_file_names_it(cnn, tmp_path):

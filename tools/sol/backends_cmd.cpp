@@ -22,8 +22,6 @@ namespace {
 
 using capture::Sym;
 
-constexpr size_t kWidth = 100;  // of the lines, for a terminal
-
 // A small, valid node of a Fortran routine, to ask supports() about; never run.
 capture::Node probe_node(Sym routine) {
   static double buffer[64];
@@ -242,32 +240,32 @@ int cmd_backends(const BackendsOptions& options) {
   const size_t total = routines().size();
 
   // The backends first: probing the system's libraries below loads them into this process. Built as
-  // strings: the list of routines can be longer than any fixed buffer. Long lines wrap, with a
-  // hanging indent under the text they continue.
+  // strings: the list of routines can be longer than any fixed buffer. At a terminal the lists
+  // wrap, indented under the line they continue; into a pipe each stays one line, for programs.
+  const size_t columns = terminal_columns(STDOUT_FILENO);
+  const size_t width = columns > 40 ? columns - 15 : columns ? 25 : SIZE_MAX;
   std::string lines;
-  const auto add = [&lines](size_t at, const std::string& head, const std::vector<std::string>& wrapped) {
-    for (size_t i = 0; i < wrapped.size(); ++i)
-      lines += (i ? std::string(at + 2, ' ') : std::string(at - head.size(), ' ') + head) + wrapped[i] + "\n";
-  };
   for (const auto& e : hal::builtin_backends()) {
     hal::Backend* b = registry.get(e.name);
-    char head[64];
+    char buf[1024];
     if (!b) {
-      std::snprintf(head, sizeof head, "%-10s unavailable: ", e.name);
-      add(std::strlen(head), head, wrap(registry.why(e.name), kWidth - std::strlen(head)));
+      std::snprintf(buf, sizeof buf, "%-10s unavailable: %s\n", e.name, registry.why(e.name).c_str());
+      lines += buf;
       continue;
     }
     // An accelerator measures its costs at the first question about them: asked first, so that
     // device() below already shows the figures.
     if (b->accelerator()) b->min_flops();
-    std::snprintf(head, sizeof head, "%-10s available%s: ", e.name, b->accelerator() ? " (accelerator)" : "");
-    add(std::strlen(head), head, wrap(b->device(), kWidth - std::strlen(head)));
-    for (const auto& what : {coverage(*b, total), std::vector<std::string>{"and " + dnn_coverage(*b)}})
-      add(13, "", what.size() > 1 ? wrap(what, kWidth - 15) : wrap(what[0], kWidth - 15));
+    std::snprintf(buf, sizeof buf, "%-10s available%s: ", e.name, b->accelerator() ? " (accelerator)" : "");
+    lines += buf + b->device() + "\n";
+    for (const auto& what : {coverage(*b, total), std::vector<std::string>{"and " + dnn_coverage(*b)}}) {
+      const std::vector<std::string> wrapped = what.size() > 1 ? wrap(what, width) : wrap(what[0], width);
+      for (size_t i = 0; i < wrapped.size(); ++i) lines += std::string(i ? 15 : 13, ' ') + wrapped[i] + "\n";
+    }
     if (b->accelerator()) {
-      char line[128];
-      std::snprintf(line, sizeof line, "under auto: nodes of at least %.0f flops", b->min_flops());
-      add(13, "", {line});
+      std::snprintf(buf, sizeof buf, "%-10s   under auto: nodes of at least %.0f flops\n", "",
+                    b->min_flops());
+      lines += buf;
     }
   }
   print_native_blas(stdout);

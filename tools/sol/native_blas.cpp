@@ -49,9 +49,10 @@ void print_native_blas(std::FILE* out) {
     else
       std::fprintf(out, "native BLAS: libblas.so.3 -> %s, OpenBLAS in %s\n", file.c_str(),
                    check.library.c_str());
-    // Long texts wrap at 100 columns, as the rest of `sol backends` does.
-    const auto print = [out](const std::string& text) {
-      const std::vector<std::string> lines = wrap(text, 96);
+    // Long texts wrap at a terminal, as the rest of `sol backends` does.
+    const size_t columns = out == stdout ? terminal_columns(STDOUT_FILENO) : 0;
+    const auto print = [out, columns](const std::string& text) {
+      const std::vector<std::string> lines = wrap(text, columns > 40 ? columns - 4 : columns ? 36 : SIZE_MAX);
       for (size_t i = 0; i < lines.size(); ++i)
         std::fprintf(out, "%s%s\n", i ? "    " : "  ", lines[i].c_str());
     };
