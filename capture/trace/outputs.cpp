@@ -75,6 +75,7 @@ bool write_file(const std::string& path, const std::string& content) {
 struct Merged {
   std::vector<SigStats> sigs;
   std::vector<SiteStats> sites;
+  std::vector<OneTime> sig_one_time, site_one_time;  // as long as sigs and sites
   uint64_t calls = 0, traced_ns = 0;
 };
 
@@ -84,6 +85,8 @@ Merged merge(State& s) {
     std::lock_guard<std::mutex> lock(s.mu);
     m.sigs.resize(s.sigs.size());
     m.sites.resize(s.sites.size());
+    m.sig_one_time.resize(s.sigs.size());
+    m.site_one_time.resize(s.sites.size());
     for (ThreadState* t : s.threads) {
       std::lock_guard<SpinLock> tl(t->mu);
       for (size_t i = 0; i < t->sigs.size() && i < m.sigs.size(); ++i) {
@@ -99,17 +102,19 @@ Merged merge(State& s) {
         b.max_ns = std::max(b.max_ns, a.max_ns);
         b.flops += a.flops;
         b.bytes += a.bytes;
-        b.one_time.add(a.one_time);
       }
       for (size_t i = 0; i < t->sites.size() && i < m.sites.size(); ++i) {
         const SiteStats& a = t->sites[i];
         SiteStats& b = m.sites[i];
         b.calls += a.calls;
         b.total_ns += a.total_ns;
-        b.one_time.add(a.one_time);
         for (int k = 0; k < a.nsigs; ++k) b.add_sig(a.sigs[k], a.sig_calls[k]);
         b.other_calls += a.other_calls;
       }
+      for (size_t i = 0; i < t->sig_one_time.size() && i < m.sigs.size(); ++i)
+        m.sig_one_time[i].add(t->sig_one_time[i]);
+      for (size_t i = 0; i < t->site_one_time.size() && i < m.sites.size(); ++i)
+        m.site_one_time[i].add(t->site_one_time[i]);
     }
   }
   for (const auto& st : m.sigs) {
@@ -267,7 +272,7 @@ std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>&
     out += ", \"calls\": " + u64s(st.calls) + ", \"total_ns\": " + u64s(st.total_ns) +
            ", \"min_ns\": " + u64s(st.min_ns) + ", \"max_ns\": " + u64s(st.max_ns) +
            ", \"flops\": " + nums(st.flops) + ", \"bytes\": " + nums(st.bytes);
-    one_time_json(out, st.one_time);
+    one_time_json(out, m.sig_one_time[id]);
     // Work timed on a device (CUDA libraries' calls): the calls timed and their device time.
     if (st.device_calls)
       out += ", \"device_calls\": " + u64s(st.device_calls) + ", \"device_ns\": " + u64s(st.device_ns);
@@ -283,7 +288,7 @@ std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>&
     json_str(out, id ? symbol_name(site.sym) : "");
     const SiteStats& st = m.sites[id];
     out += ", \"calls\": " + u64s(st.calls) + ", \"total_ns\": " + u64s(st.total_ns);
-    one_time_json(out, st.one_time);
+    one_time_json(out, m.site_one_time[id]);
     out += ", \"ops\": [";
     // What the site's calls computed, by signature.
     for (int k = 0; k < st.nsigs; ++k) {

@@ -787,7 +787,6 @@ void Span::finish(const Node& node, const char* backend) noexcept {
     SigStats& st = t->sigs[sig_id];
     ++st.calls;
     st.total_ns += dur;
-    st.one_time.add(one_time, dur);
     st.min_ns = dur < st.min_ns ? dur : st.min_ns;
     st.max_ns = dur > st.max_ns ? dur : st.max_ns;
     st.flops += flops;
@@ -796,8 +795,13 @@ void Span::finish(const Node& node, const char* backend) noexcept {
     SiteStats& at = t->sites[site_];
     ++at.calls;
     at.total_ns += dur;
-    at.one_time.add(one_time, dur);
     at.add_sig(sig_id, 1);
+    if (SOL_UNLIKELY(one_time)) {
+      if (t->sig_one_time.size() <= sig_id) t->sig_one_time.resize(sig_id + 1);
+      if (t->site_one_time.size() <= site_) t->site_one_time.resize(site_ + 1);
+      t->sig_one_time[sig_id].add(one_time, dur);
+      t->site_one_time[site_].add(one_time, dur);
+    }
   } catch (...) {
   }
   if (ops.count) s->dataflow.record(sig_id, ops.ops, ops.count);

@@ -74,7 +74,8 @@ struct Site {
 
 // The calls that did one-time work (hal/one_time.hpp: a kernel compiled, a backend started, auto
 // measuring): how many, their time and the kinds of work, which `sol diff` sets apart from the
-// steady state.
+// steady state. Kept apart from SigStats and SiteStats (ThreadState::one_time): such calls are
+// rare, and a signature's counters stay one cache line.
 struct OneTime {
   uint64_t calls = 0, ns = 0;
   uint8_t kinds = 0;
@@ -95,12 +96,10 @@ struct SigStats {
   uint64_t calls = 0, total_ns = 0, min_ns = UINT64_MAX, max_ns = 0;
   double flops = 0, bytes = 0;
   uint64_t device_calls = 0, device_ns = 0;  // device time, where measured (add_device_time)
-  OneTime one_time;
 };
 
 struct SiteStats {
   uint64_t calls = 0, total_ns = 0;
-  OneTime one_time;
   // The signatures of its calls, so that a report names the op and shape of a site: the first
   // few, with their calls; `other_calls` counts the calls of any more.
   static constexpr int kSigs = 4;
@@ -162,6 +161,8 @@ struct ThreadState {
   SpinLock mu;
   std::vector<SigStats> sigs;    // by signature id
   std::vector<SiteStats> sites;  // by site id
+  // Of the calls that did one-time work, by signature id and by site id; grown only by such a call.
+  std::vector<OneTime> sig_one_time, site_one_time;
   // The ids of the signatures and sites this thread has seen, by their hashes, so that a repeated
   // one takes neither the global lock nor a walk of the global tables.
   HashSlots<SigEntry> sig_ids;

@@ -1,7 +1,8 @@
 """Every view of a traced PyTorch run agrees: the exit table on stderr, sol report, sol diff, the
 flame graph and the Perfetto trace leave out the same set-up calls (capture/ir/setup.hpp), with
-the same flag to show them; site rows name their op; the exit table's columns stay aligned; and
-every command that writes a file says which."""
+the same flag to show them; site rows name their op; the exit table's columns stay aligned; a call
+that did one-time work says so, and sol diff sets it apart; and every command that writes a file
+says which."""
 import json
 import os
 import re
@@ -9,7 +10,7 @@ import re
 import pytest
 
 from conftest import PY_PROGRAMS, PYTHON, SOL, run, run_on_terminal
-from test_trace import files, traced
+from test_trace import files, load_trace, traced
 
 SETUP_OPS = {"dnnl_api", "cublas_api", "cudnn_api"}
 SETUP_LINE = re.compile(r"^sol: and (\d+) set-up calls \((\d+) signatures\) not shown: sol report --setup lists them$",
@@ -133,3 +134,35 @@ def test_every_command_that_writes_a_file_names_it(cnn, tmp_path):
     out = sol("tune", "--quick", "--time-limit", "5", env={"XDG_CACHE_HOME": str(cache), "SOL_TUNE": "1"})
     profile = re.search(r"^sol: wrote (\S+): this machine's profile", out.stderr, re.M)
     assert profile and os.path.isfile(profile.group(1)) and profile.group(1).startswith(str(cache)), out.stderr
+
+
+def test_one_time_work_is_noted_on_the_call_that_did_it(tmp_path):
+    """Under SOL_BACKEND=reference the process's first call starts the backend: that call, and no
+    other, carries "one_time": "backend start" in trace.json and its signature in summary.json;
+    under native nothing starts. sol diff of the two marks that work on B's side."""
+    script = tmp_path / "mm.py"
+    script.write_text("import numpy as np\n"
+                      "a = np.ones((64, 64), np.float32)\n"
+                      "for _ in range(4): a = a @ a / 64\n"
+                      "print(float(a.sum()))\n")
+    dirs = {}
+    for backend in ("native", "reference"):
+        r, dirs[backend] = traced([PYTHON, str(script)], tmp_path / backend, env={"SOL_BACKEND": backend})
+        assert r.returncode == 0, r.stderr
+    for backend, d in dirs.items():
+        (path,) = files(d, ".summary.json")
+        ops = json.load(open(path))["ops"]
+        noted = [o for o in ops if "one_time" in o]
+        events = [e for e in load_trace(files(d, ".trace.json")[0]) if e.get("ph") == "X" and "one_time" in e["args"]]
+        if backend == "native":
+            assert noted == [] and events == [], (noted, events)
+            continue
+        assert [(o["one_time"], o["one_time_calls"]) for o in noted] == [("backend start", 1)], ops
+        assert noted[0]["one_time_ns"] <= noted[0]["total_ns"]
+        assert [(e["args"]["one_time"], e["args"]["seq"]) for e in events] == [("backend start", 1)], events
+    diff = json.loads(sol("diff", dirs["native"], dirs["reference"], "--format", "json").stdout)
+    marked = [r for r in diff["ops"]["common"] if r["one_time_b"]]
+    assert [(r["symbol"], r["one_time_b"], r["one_time_calls_b"]) for r in marked] == [
+        (noted[0]["symbol"], "backend start", 1)], diff["ops"]["common"]
+    text = sol("diff", dirs["native"], dirs["reference"]).stdout
+    assert re.search(r" B \S+ \S+ backend start ", text) and "one-time work: calls that also" in text, text
