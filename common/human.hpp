@@ -50,20 +50,15 @@ inline size_t terminal_columns(int fd) {
   return ::ioctl(fd, TIOCGWINSZ, &w) == 0 && w.ws_col > 0 ? w.ws_col : 100;
 }
 
-// `items` joined by `separator` into lines of at most `width` characters, breaking only between
-// items (one longer than `width` gets a line of its own): long lists in text meant for a terminal.
-// A separator such as ", " leaves its comma at the end of a broken line.
-inline std::vector<std::string> wrap(const std::vector<std::string>& items, size_t width,
-                                     std::string_view separator = " ") {
+// `items` joined by spaces into lines of at most `width` characters, breaking only between items
+// (one longer than `width` gets a line of its own): long lists in text meant for a terminal.
+inline std::vector<std::string> wrap(const std::vector<std::string>& items, size_t width) {
   std::vector<std::string> lines;
   for (const auto& item : items) {
-    if (!lines.empty() && lines.back().size() + separator.size() + item.size() <= width) {
-      lines.back().append(separator).append(item);
-    } else {
-      if (!lines.empty() && separator.size() > 1)
-        lines.back().append(separator.substr(0, separator.find(' ')));
+    if (!lines.empty() && lines.back().size() + 1 + item.size() <= width)
+      lines.back().append(" ").append(item);
+    else
       lines.push_back(item);
-    }
   }
   return lines;
 }
