@@ -2,10 +2,15 @@
 // that the two read alike.
 #pragma once
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace sol {
 
@@ -35,6 +40,39 @@ inline std::string human_bytes(uint64_t bytes) {
   else
     std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
   return buf;
+}
+
+// The width of the terminal `fd` writes to, 0 when it is no terminal: long lists wrap for people
+// at a terminal and stay one line for programs that read them from a pipe or file.
+inline size_t terminal_columns(int fd) {
+  struct winsize w {};
+  if (!::isatty(fd)) return 0;
+  return ::ioctl(fd, TIOCGWINSZ, &w) == 0 && w.ws_col > 0 ? w.ws_col : 100;
+}
+
+// `items` joined by spaces into lines of at most `width` characters, breaking only between items
+// (one longer than `width` gets a line of its own): long lists in text meant for a terminal.
+inline std::vector<std::string> wrap(const std::vector<std::string>& items, size_t width) {
+  std::vector<std::string> lines;
+  for (const auto& item : items) {
+    if (!lines.empty() && lines.back().size() + 1 + item.size() <= width)
+      lines.back().append(" ").append(item);
+    else
+      lines.push_back(item);
+  }
+  return lines;
+}
+
+// The words of `text` (split at spaces), wrapped as above.
+inline std::vector<std::string> wrap(std::string_view text, size_t width) {
+  std::vector<std::string> words;
+  for (size_t i = 0; i < text.size();) {
+    const size_t space = text.find(' ', i);
+    const size_t end = space == std::string_view::npos ? text.size() : space;
+    if (end > i) words.emplace_back(text.substr(i, end - i));
+    i = end + 1;
+  }
+  return wrap(words, width);
 }
 
 }  // namespace sol

@@ -127,7 +127,7 @@ std::string parse(std::string_view text, std::vector<std::string>& out, const Ke
     } else if (std::find(known.begin(), known.end(), name) == known.end()) {
       if (bad.empty())
         bad = "names an unknown backend '" + name + "'" + did_you_mean(name, known) +
-              "; known: auto, native, reference, openblas, onednn, opencl";
+              "; known: " + backend_names_text();
       ++dropped;
     } else if (std::find(list.begin(), list.end(), name) == list.end()) {
       list.push_back(name);
@@ -218,6 +218,12 @@ FileChoice choose_file(const Config& cfg, const Environment& env) {
 }
 
 }  // namespace
+
+std::string backend_names_text() {
+  std::string out;
+  for (const char* b : kBackendNames) out += (out.empty() ? "" : ", ") + std::string(b);
+  return out;
+}
 
 const char* kind_name(Kind kind) noexcept {
   switch (kind) {

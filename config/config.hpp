@@ -56,9 +56,17 @@ std::vector<std::string> choices(const KeyInfo& k);
 // The default as a value of the key: a choice's first word, else the default text.
 std::string default_text(const KeyInfo& k);
 
-// The backend names a backend_list may hold, in documentation order.
-inline constexpr const char* kBackendNames[] = {"auto",     "native", "reference", "openblas",
-                                                "onednn",   "opencl", "cuda"};
+// The backend names a backend_list may hold, in documentation order: auto, native, then the
+// backends SOL is built with, from their one list. Every message, --help and `sol backends` use it.
+inline constexpr const char* kBackendNames[] = {
+    "auto",
+    "native",
+#define SOL_BACKEND(name) #name,
+#include "backends/registry.def"
+#undef SOL_BACKEND
+};
+// "auto, native, reference, ...": the list as messages and help texts show it.
+std::string backend_names_text();
 
 template <Kind K>
 struct CType;

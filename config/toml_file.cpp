@@ -3,8 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 // No exceptions: a parse error comes back as a value and becomes one "sol: " line.
 #define TOML_EXCEPTIONS 0
@@ -204,6 +207,121 @@ class Loader {
   Key found_{};
 };
 
+// A parse error as a person would put it, where it has a common cause: a string without its
+// closing quote, a key without '=', a key or table given twice, a word without quotes. Other errors
+// keep TOML++'s own description. The position is where the mistake is (the string's opening quote,
+// the repeated key), which is not always where TOML++ stopped.
+struct Malformed {
+  size_t line, column;
+  std::string what;
+};
+
+// The column (1-based) of the quote that opens a string still open at `end` on `line`, or 0.
+size_t open_quote(std::string_view line, size_t end) {
+  char quote = 0;
+  size_t opened = 0;
+  for (size_t i = 0; i < end && i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote == '"' && c == '\\') {
+      ++i;
+    } else if (quote && c == quote) {
+      quote = 0;
+    } else if (!quote && (c == '"' || c == '\'')) {
+      quote = c;
+      opened = i + 1;
+    } else if (!quote && c == '#') {
+      break;
+    }
+  }
+  return quote ? opened : 0;
+}
+
+Malformed malformed(std::string_view text, const toml::parse_error& e) {
+  Malformed m{e.source().begin.line, e.source().begin.column, std::string(e.description())};
+  // TOML++ says where it was: "Error while parsing key-value pair: expected '=', saw '\n'".
+  std::string context, detail = m.what;
+  if (m.what.rfind("Error while parsing ", 0) == 0)
+    if (const size_t colon = m.what.find(": "); colon != std::string::npos) {
+      context = m.what.substr(20, colon - 20);
+      detail = m.what.substr(colon + 2);
+    }
+  std::string_view line = text;
+  for (size_t n = 1; n < m.line && !line.empty(); ++n) {
+    const size_t nl = line.find('\n');
+    line = nl == std::string_view::npos ? std::string_view() : line.substr(nl + 1);
+  }
+  line = line.substr(0, line.find('\n'));
+  const size_t at = m.column > 0 ? m.column - 1 : 0;  // the character TOML++ stopped at
+  const bool line_ended = at >= line.size() || line[at] == '\r';
+  const size_t indent = std::min(line.find_first_not_of(" \t"), line.size());
+  const auto quoted = [&] {  // the last '...' of TOML++'s text: the key it names
+    const size_t close = detail.rfind('\'');
+    const size_t open =
+        close == std::string::npos || close == 0 ? std::string::npos : detail.rfind('\'', close - 1);
+    return open == std::string::npos ? std::string("''") : detail.substr(open, close - open + 1);
+  };
+
+  if (context.find("string") != std::string::npos &&
+      (detail.rfind("encountered end-of-file", 0) == 0 ||
+       (detail.find("control characters") != std::string::npos && line_ended))) {
+    const char quote = context.find("literal") != std::string::npos ? '\'' : '"';
+    const std::string triple(3, quote);
+    // A multi-line string left open runs to the end of the file: it opens at the last of an odd
+    // number of triple quotes.
+    size_t count = 0, last = std::string_view::npos;
+    for (size_t i = text.find(triple); i != std::string_view::npos; i = text.find(triple, i + 3))
+      ++count, last = i;
+    if (count % 2 == 1 && detail.rfind("encountered end-of-file", 0) == 0) {
+      const size_t line_start =
+          text.rfind('\n', last) == std::string_view::npos ? 0 : text.rfind('\n', last) + 1;
+      m.line = 1 + static_cast<size_t>(
+                       std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(last), '\n'));
+      m.column = last - line_start + 1;
+      m.what = "string not closed: this multi-line string needs a closing " + triple +
+               " before the end of the file";
+    } else {
+      if (const size_t opened = open_quote(line, at)) m.column = opened;
+      m.what = std::string("string not closed: it needs a closing ") + quote + " before the end of the line";
+    }
+  } else if (detail.rfind("expected '='", 0) == 0) {
+    const std::string key(line.substr(indent, at > indent ? at - indent : 0));
+    const size_t end = key.find_last_not_of(" \t");
+    m.what = "missing '=' after the key '" + key.substr(0, end == std::string::npos ? 0 : end + 1) + "'";
+  } else if (detail.rfind("cannot redefine existing", 0) == 0 && detail.find(" as ") == std::string::npos) {
+    // TOML++ points at the value; the repeated key starts the line.
+    m.column = indent + 1;
+    const std::string name = quoted();
+    m.what = context == "table header"
+                 ? "duplicate table [" + name.substr(1, name.size() - 2) + "]: each table is opened once"
+                 : "duplicate key " + name + ": each key is set once";
+  } else if (context == "table header" && detail.rfind("expected ']'", 0) == 0) {
+    m.what = "table header not closed: it needs a ']' before the end of the line";
+  } else if (detail.rfind("expected value", 0) == 0 && line_ended) {
+    m.what = "missing value after '='";
+  } else if (const size_t eq = line.find('='); eq != std::string_view::npos && eq < at) {
+    // A bare word (log = info): TOML reads it as a number, a boolean or nothing.
+    const size_t begin = line.find_first_not_of(" \t", eq + 1);
+    const size_t end = std::min(line.find_first_of(" \t#", begin), line.size());
+    const std::string word(begin == std::string_view::npos ? std::string_view()
+                                                           : line.substr(begin, end - begin));
+    const bool bare =
+        !word.empty() && std::isalpha(static_cast<unsigned char>(word[0])) &&
+        word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") ==
+            std::string::npos &&
+        word != "true" && word != "false" && word != "inf" && word != "nan";
+    if (bare) {
+      m.column = begin + 1;
+      m.what = "the value " + word + " needs quotes: \"" + word + "\"";
+    }
+  }
+  if (m.what.rfind("Error while parsing ", 0) == 0 && !context.empty())
+    m.what = detail + " (in the " + context + ")";
+  // The architecture document's [backend.NAME] tables cannot live beside the backend key.
+  if (detail.find("'backend.") != std::string::npos && detail.find("redefine") != std::string::npos)
+    m.what += "; `backend` is the backend list, so per-backend settings go in [backends.NAME] tables";
+  return m;
+}
+
 }  // namespace
 
 bool read_file(const std::string& path, std::string& text, std::string& error) {
@@ -215,16 +333,9 @@ void load_toml(Config& cfg, const std::string& path, const std::string& text,
                const std::string& how_to_trust) {
   toml::parse_result result = toml::parse(text, path);
   if (!result) {
-    const toml::parse_error& e = result.error();
-    std::string what(e.description());
-    // TOML++ says where it was: "Error while parsing table header: cannot redefine ...".
-    if (what.rfind("Error while parsing ", 0) == 0)
-      if (const size_t colon = what.find(": "); colon != std::string::npos)
-        what = what.substr(colon + 2) + " (in the " + what.substr(20, colon - 20) + ")";
-    // The architecture document's [backend.NAME] tables cannot live beside the backend key.
-    if (what.find("'backend.") != std::string::npos && what.find("redefine") != std::string::npos)
-      what += "; `backend` is the backend list, so per-backend settings go in [backends.NAME] tables";
-    cfg.problems.push_back(where(path, e.source()) + ": malformed TOML: " + what +
+    const Malformed m = malformed(text, result.error());
+    cfg.problems.push_back(path + ":" + std::to_string(m.line) + ":" + std::to_string(m.column) +
+                           ": malformed TOML: " + m.what +
                            "; the whole file is ignored (every key keeps its default or environment value)");
     return;
   }

@@ -2,6 +2,7 @@
 
 #include "common/clock.hpp"
 #include "common/log.hpp"
+#include "hal/one_time.hpp"
 
 namespace sol::hal {
 
@@ -47,6 +48,7 @@ Backend* Registry::get(std::string_view name) noexcept {
     SOL_LOG(debug, "backend %s: set up in %.1f ms%s", slot->entry->name,
             static_cast<double>(monotonic_ns() - t0) * 1e-6, ok ? "" : ", unavailable");
     if (ok) {
+      one_time::note(one_time::backend_start);
       SOL_LOG(info, "backend %s: %s", slot->entry->name, b->device().c_str());
       slot->ready = b;
     } else {

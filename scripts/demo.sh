@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, and trains SOL's example model (examples/train.py,
-# PyTorch) under libsol, next to the same run without it.
+# The main job: installs what is missing, builds libsol and the sol command (no tests: that is
+# scripts/test.sh), and trains SOL's example model (examples/train.py, PyTorch) under libsol, next
+# to the same run without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh
+scripts/build.sh --demo
 BUILD_DIR=${BUILD_DIR:-build}
 SOL="$BUILD_DIR/sol"
 PY=/usr/bin/python3  # Debian's Python, which has torch

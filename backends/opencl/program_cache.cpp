@@ -15,6 +15,7 @@
 
 #include "common/fs_safety.hpp"
 #include "common/log.hpp"
+#include "hal/one_time.hpp"
 
 namespace sol::backends::opencl {
 namespace {
@@ -94,6 +95,7 @@ std::string trusted_cache_dir(const std::string& dir) {
 
 void ProgramCache::count_compiled() noexcept {
   g_compiled.fetch_add(1, std::memory_order_relaxed);
+  hal::one_time::note(hal::one_time::kernel_compile);
 }
 
 ProgramCache::Totals ProgramCache::totals() noexcept {
@@ -241,6 +243,7 @@ cl_program ProgramCache::load(const Entry& entry, std::string& options) {
     return nullptr;
   }
   g_loaded.fetch_add(1, std::memory_order_relaxed);
+  hal::one_time::note(hal::one_time::kernel_load);
   SOL_LOG(debug, "opencl: loaded cached program %s from %s (%.1f ms)", entry.name.c_str(), path, ms_since(t0));
   return program;
 }

@@ -294,7 +294,7 @@ std::vector<Known*> remember(const std::vector<Object>& objs) {
     if (it != k.end())
       kept.push_back(std::move(*it));
     else
-      kept.push_back({o.base, o.path, is_libsol(o) ? nullptr : code_of(o)});
+      kept.push_back({o.base, o.path, is_libsol(o) ? nullptr : code_of(o), false, {}});
   }
   k = std::move(kept);
   std::vector<Known*> out;

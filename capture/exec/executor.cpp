@@ -30,6 +30,7 @@
 #include "common/native.hpp"
 #include "common/openblas_core.hpp"
 #include "config/config.hpp"
+#include "hal/one_time.hpp"
 #include "hal/profile.hpp"
 #include "hal/registry.hpp"
 #include "hal/router.hpp"
@@ -649,6 +650,7 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     row.key = key;
     const uint64_t measuring_from = decision_ns();
     const char* made_call = nullptr;
+    hal::one_time::note(hal::one_time::measuring);
     const bool measured =
         measure::run(node, flops, candidates, native_seconds, home.empty() ? nullptr : home.c_str(), row, made_call);
     ex.measurements.fetch_add(1, std::memory_order_relaxed);

@@ -1,5 +1,6 @@
 // Names of the IR's enums, for traces, reports and logs.
 #include "capture/ir/node.hpp"
+#include "capture/ir/setup.hpp"
 
 namespace sol::capture {
 
@@ -55,6 +56,14 @@ const char* op_name(Op op) noexcept {
 }
 const char* op_family(Op op) noexcept {
   return kOpFamilies[static_cast<size_t>(op)];
+}
+bool is_setup(Op op) noexcept {
+  return op == Op::dnnl_api || op == Op::cublas_api || op == Op::cudnn_api;
+}
+bool is_setup(std::string_view name) noexcept {
+  for (Op op : {Op::dnnl_api, Op::cublas_api, Op::cudnn_api})
+    if (name == op_name(op)) return true;
+  return false;
 }
 const char* symbol_name(Sym s) noexcept {
   return kSymbolNames[static_cast<size_t>(s)];

@@ -104,13 +104,13 @@ struct ThreadCache {
   uint64_t owner = 0;
   Sym sym{};
   uint32_t desc = 0;
-  unsigned char args[offsetof(BlasArgs, a)];
+  unsigned char args[offsetof(BlasArgs, a)] = {};
   static constexpr int kPlaces = 4;
   struct Place {
     uintptr_t lo = 0, hi = 0;
     uint64_t gen = 0;
     GraphMemory::Ref ref{};
-  } places[kPlaces];
+  } places[kPlaces] = {};
   unsigned next = 0;
 };
 constinit SOL_TLS ThreadCache t_cache{};

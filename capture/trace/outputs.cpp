@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -14,11 +16,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "capture/ir/setup.hpp"
 #include "capture/trace/state.hpp"
 #include "capture/trace/symbolize.hpp"
 #include "common/fs_safety.hpp"
 #include "common/human.hpp"
 #include "common/log.hpp"
+#include "hal/one_time.hpp"
 #include "hal/transfers.hpp"
 
 namespace sol::capture::trace {
@@ -71,6 +75,7 @@ bool write_file(const std::string& path, const std::string& content) {
 struct Merged {
   std::vector<SigStats> sigs;
   std::vector<SiteStats> sites;
+  std::vector<OneTime> sig_one_time, site_one_time;  // as long as sigs and sites
   uint64_t calls = 0, traced_ns = 0;
 };
 
@@ -80,6 +85,8 @@ Merged merge(State& s) {
     std::lock_guard<std::mutex> lock(s.mu);
     m.sigs.resize(s.sigs.size());
     m.sites.resize(s.sites.size());
+    m.sig_one_time.resize(s.sigs.size());
+    m.site_one_time.resize(s.sites.size());
     for (ThreadState* t : s.threads) {
       std::lock_guard<SpinLock> tl(t->mu);
       for (size_t i = 0; i < t->sigs.size() && i < m.sigs.size(); ++i) {
@@ -97,9 +104,17 @@ Merged merge(State& s) {
         b.bytes += a.bytes;
       }
       for (size_t i = 0; i < t->sites.size() && i < m.sites.size(); ++i) {
-        m.sites[i].calls += t->sites[i].calls;
-        m.sites[i].total_ns += t->sites[i].total_ns;
+        const SiteStats& a = t->sites[i];
+        SiteStats& b = m.sites[i];
+        b.calls += a.calls;
+        b.total_ns += a.total_ns;
+        for (int k = 0; k < a.nsigs; ++k) b.add_sig(a.sigs[k], a.sig_calls[k]);
+        b.other_calls += a.other_calls;
       }
+      for (size_t i = 0; i < t->sig_one_time.size() && i < m.sigs.size(); ++i)
+        m.sig_one_time[i].add(t->sig_one_time[i]);
+      for (size_t i = 0; i < t->site_one_time.size() && i < m.sites.size(); ++i)
+        m.site_one_time[i].add(t->site_one_time[i]);
     }
   }
   for (const auto& st : m.sigs) {
@@ -123,8 +138,11 @@ std::vector<uint32_t> by_time(const std::vector<Stats>& stats) {
 // The frames of each site, innermost first: native frames named once per return address (libdw
 // is opened, and the process's mappings read, only when there is a stack to name), with the
 // site's Python frames in place of the interpreter's evaluation frames that ran them (as py-spy
-// --native shows them). `sources`, beside the names: a native frame's "file:line" where DWARF
-// line information has it, else "" (a Python frame's line is in its name).
+// --native shows them). The interpreter's other frames under a Python frame (its call machinery:
+// _PyObject_MakeTpCall, _PyFunction_Vectorcall...) go too, so that Python frames read as Python,
+// unless trace.interpreter_frames; extension frames (NumPy's, PyTorch's) stay. `sources`, beside
+// the names: a native frame's "file:line" where DWARF line information has it, else "" (a Python
+// frame's line is in its name).
 class Frames {
  public:
   explicit Frames(const State& s) : s_(s) {}
@@ -143,12 +161,16 @@ class Frames {
  private:
   struct Frame {
     std::string name, source;
+    bool interpreter;  // in CPython's own object
   };
   const Frame& frame(uintptr_t ip) {
     auto it = frames_.find(ip);
     if (it == frames_.end()) {
       if (!symbolizer_) symbolizer_.emplace();
-      it = frames_.emplace(ip, Frame{symbolizer_->describe(ip), symbolizer_->source(ip)}).first;
+      it = frames_
+               .emplace(ip, Frame{symbolizer_->describe(ip), symbolizer_->source(ip),
+                                  s_.python.in_interpreter(ip)})
+               .first;
     }
     return it->second;
   }
@@ -172,8 +194,9 @@ class Frames {
       const Frame& f = frame(ip);
       if (py < site.py.size() && f.name.rfind("_PyEval_EvalFrameDefault", 0) == 0)
         place_evaluation();
-      else
+      else if (py == site.py.size() || !f.interpreter || s_.interpreter_frames)
         add(f.name, f.source);
+      // else: the interpreter's own frame under a Python frame, which stands in for it
     }
     if (py < site.py.size()) {
       // The native stack was cut at trace.depth before the interpreter's frames.
@@ -197,6 +220,13 @@ class Frames {
   std::optional<Symbolizer> symbolizer_;
   std::unordered_map<uint32_t, Stack> sites_;
 };
+
+// The calls that did one-time work, where there were any: their number, time and kinds.
+void one_time_json(std::string& out, const OneTime& t) {
+  if (!t.calls) return;
+  out += ", \"one_time_calls\": " + u64s(t.calls) + ", \"one_time_ns\": " + u64s(t.ns) + ", \"one_time\": ";
+  json_str(out, hal::one_time::names(t.kinds));
+}
 
 std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>& sig_order,
                          const std::vector<uint32_t>& site_order, Frames& frames, const char* how,
@@ -242,6 +272,7 @@ std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>&
     out += ", \"calls\": " + u64s(st.calls) + ", \"total_ns\": " + u64s(st.total_ns) +
            ", \"min_ns\": " + u64s(st.min_ns) + ", \"max_ns\": " + u64s(st.max_ns) +
            ", \"flops\": " + nums(st.flops) + ", \"bytes\": " + nums(st.bytes);
+    one_time_json(out, m.sig_one_time[id]);
     // Work timed on a device (CUDA libraries' calls): the calls timed and their device time.
     if (st.device_calls)
       out += ", \"device_calls\": " + u64s(st.device_calls) + ", \"device_ns\": " + u64s(st.device_ns);
@@ -255,8 +286,22 @@ std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>&
     first = false;
     out += "\"id\": " + std::to_string(id) + ", \"symbol\": ";
     json_str(out, id ? symbol_name(site.sym) : "");
-    out += ", \"calls\": " + u64s(m.sites[id].calls) + ", \"total_ns\": " + u64s(m.sites[id].total_ns) +
-           ", \"frames\": [";
+    const SiteStats& st = m.sites[id];
+    out += ", \"calls\": " + u64s(st.calls) + ", \"total_ns\": " + u64s(st.total_ns);
+    one_time_json(out, m.site_one_time[id]);
+    out += ", \"ops\": [";
+    // What the site's calls computed, by signature.
+    for (int k = 0; k < st.nsigs; ++k) {
+      const Signature& g = s.sigs[st.sigs[k]];
+      out += k ? ", {\"op\": " : "{\"op\": ";
+      json_str(out, g.op);
+      out += ", \"dtype\": ";
+      json_str(out, g.dtype);
+      out += ", \"shape\": ";
+      json_str(out, g.shape);
+      out += ", \"calls\": " + u64s(st.sig_calls[k]) + "}";
+    }
+    out += "], \"other_calls\": " + u64s(st.other_calls) + ", \"frames\": [";
     const Frames::Stack& stack = frames.of(id);
     for (size_t i = 0; i < stack.names.size(); ++i) {
       if (i) out += ", ";
@@ -394,14 +439,14 @@ std::string edge_label(const Signature& to, const Dataflow::Edge& e) {
   return label + human_bytes(e.bytes / (e.calls ? e.calls : 1));
 }
 
-// Nodes are the signatures that compute. oneDNN's set-up calls (op dnnl_api: descriptors, memory
+// Nodes are the signatures that compute. Set-up calls (capture/ir/setup.hpp: descriptors, memory
 // objects, engines) have no operands and so no edges; as in `sol report` they are left out, and
 // the graph's label says how many (`sol report --setup` lists them).
 std::string graph(State& s, const Merged& m, const std::vector<uint32_t>& sig_order) {
   std::vector<bool> shown(m.sigs.size());
   uint64_t setup_sigs = 0, setup_calls = 0;
   for (uint32_t id : sig_order) {
-    if (s.sigs[id].op == op_name(Op::dnnl_api)) {
+    if (is_setup(std::string_view(s.sigs[id].op))) {
       ++setup_sigs;
       setup_calls += m.sigs[id].calls;
     } else {
@@ -412,7 +457,7 @@ std::string graph(State& s, const Merged& m, const std::vector<uint32_t>& sig_or
       "digraph sol_dataflow {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n";
   out += "  label=\"" + dot_escape(s.tag) + ": an edge A -> B when calls of B read bytes whose latest write was by A";
   if (setup_sigs)
-    out += "\\n" + u64s(setup_sigs) + " oneDNN set-up signatures (" + u64s(setup_calls) +
+    out += "\\n" + u64s(setup_sigs) + " set-up signatures (" + u64s(setup_calls) +
            " calls) not shown (sol report --setup lists them)";
   out += "\";\n";
   for (uint32_t id : sig_order) {
@@ -467,21 +512,54 @@ std::string stack_frames(const Merged& m, Frames& frames) {
   return out + "\n}\n}\n";
 }
 
+// The longest computing signatures, as `sol report` shows them first: set-up calls (capture/ir/
+// setup.hpp) are counted in a line of their own. Columns are as wide as what they hold; a long
+// shape wraps under its column.
 void stderr_table(State& s, const Merged& m, const std::vector<uint32_t>& sig_order) {
   if (!log::enabled(log::Level::warn)) return;
-  log::write(log::Level::warn, "trace: %llu calls, %s traced; files: %s.*",
-             static_cast<unsigned long long>(m.calls), human_ns(m.traced_ns).c_str(), s.path("").c_str());
-  log::write(log::Level::warn, "%9s %11s %6s  %-24s %-14s %s", "calls", "total", "%", "symbol", "op",
-             "shape");
-  for (size_t i = 0; i < sig_order.size() && i < 5; ++i) {
-    const Signature& g = s.sigs[sig_order[i]];
-    const SigStats& st = m.sigs[sig_order[i]];
-    std::string shape = g.shape.size() > 60 ? g.shape.substr(0, 57) + "..." : g.shape;
-    log::write(log::Level::warn, "%9llu %11s %5.1f%%  %-24s %-14s %s",
-               static_cast<unsigned long long>(st.calls), human_ns(st.total_ns).c_str(),
-               m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0, symbol_name(g.sym), g.op.c_str(),
-               shape.c_str());
+  constexpr size_t kRows = 5, kShapeWidth = 40;  // the shapes' least width at a terminal
+  std::vector<uint32_t> rows;
+  uint64_t setup_calls = 0, setup_sigs = 0;
+  for (uint32_t id : sig_order) {
+    if (is_setup(std::string_view(s.sigs[id].op))) {
+      setup_calls += m.sigs[id].calls;
+      ++setup_sigs;
+    } else if (rows.size() < kRows) {
+      rows.push_back(id);
+    }
   }
+  char real[PATH_MAX];
+  const std::string dir = ::realpath(s.dir.c_str(), real) ? std::string(real) : s.dir;
+  log::write(log::Level::warn, "trace: %llu calls, %s traced; files: %s/sol-%s.* (sol report %s)",
+             static_cast<unsigned long long>(m.calls), human_ns(m.traced_ns).c_str(), dir.c_str(),
+             s.tag.c_str(), dir.c_str());
+  int symbol_w = 6, op_w = 2;
+  for (uint32_t id : rows) {
+    symbol_w = std::max(symbol_w, static_cast<int>(std::strlen(symbol_name(s.sigs[id].sym))));
+    op_w = std::max(op_w, static_cast<int>(s.sigs[id].op.size()));
+  }
+  log::write(log::Level::warn, "%9s %11s %6s  %-*s  %-*s  %s", "calls", "total", "%", symbol_w, "symbol",
+             op_w, "op", "shape");
+  const size_t shape_at = 9 + 1 + 11 + 1 + 6 + 2 + symbol_w + 2 + op_w + 2;
+  // At a terminal a long shape wraps under its column; into a file or pipe it stays one line.
+  const size_t columns = terminal_columns(STDERR_FILENO), prefix = 5;  // "sol: "
+  const size_t shape_width =
+      !columns ? SIZE_MAX : std::max(kShapeWidth, columns - std::min(columns, prefix + shape_at));
+  for (uint32_t id : rows) {
+    const Signature& g = s.sigs[id];
+    const SigStats& st = m.sigs[id];
+    const std::vector<std::string> shape = wrap(g.shape, shape_width);
+    log::write(log::Level::warn, "%9llu %11s %5.1f%%  %-*s  %-*s  %s",
+               static_cast<unsigned long long>(st.calls), human_ns(st.total_ns).c_str(),
+               m.traced_ns ? 100.0 * st.total_ns / m.traced_ns : 0.0, symbol_w, symbol_name(g.sym), op_w,
+               g.op.c_str(), shape.empty() ? "" : shape[0].c_str());
+    for (size_t i = 1; i < shape.size(); ++i)
+      log::write(log::Level::warn, "%*s%s", static_cast<int>(shape_at), "", shape[i].c_str());
+  }
+  if (setup_calls)
+    log::write(log::Level::warn,
+               "and %llu set-up calls (%llu signatures) not shown: sol report --setup lists them",
+               static_cast<unsigned long long>(setup_calls), static_cast<unsigned long long>(setup_sigs));
 }
 
 }  // namespace

@@ -86,6 +86,9 @@ Interpreter::Status Interpreter::find() noexcept {
   code_type_ = reinterpret_cast<uintptr_t>(dlsym(RTLD_DEFAULT, "PyCode_Type"));
   unicode_type_ = reinterpret_cast<uintptr_t>(dlsym(RTLD_DEFAULT, "PyUnicode_Type"));
   const void* runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
+  Dl_info object{};
+  if (this_thread_state_ && dladdr(reinterpret_cast<void*>(this_thread_state_), &object))
+    object_ = object.dli_fbase;
   const bool ok = this_thread_state_ && is_initialized_ && addr2line_ && code_type_ && unicode_type_ &&
                   layout_for(major, minor, runtime);
   status_.store(ok ? Status::found : Status::unsupported, std::memory_order_release);
@@ -146,6 +149,11 @@ std::string Interpreter::text(uintptr_t s) const {
     utf8(out, c);
   }
   return out;
+}
+
+bool Interpreter::in_interpreter(uintptr_t ip) const noexcept {
+  Dl_info info{};
+  return object_ && ip && dladdr(reinterpret_cast<void*>(ip - 1), &info) && info.dli_fbase == object_;
 }
 
 std::string Interpreter::describe(const Frame& f) const {

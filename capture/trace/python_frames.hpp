@@ -49,6 +49,10 @@ class Interpreter {
   // captured it has not returned), since its code object may be freed afterwards.
   std::string describe(const Frame& f) const;
 
+  // Whether a native return address is in the interpreter's own object (the python3.x executable
+  // or libpython3.x.so): CPython's call machinery, which Python frames stand in for. Once found.
+  bool in_interpreter(uintptr_t ip) const noexcept;
+
  private:
   // Where things are in the structures of one CPython version (byte offsets).
   struct Layout {
@@ -76,6 +80,7 @@ class Interpreter {
   int (*addr2line_)(void*, int) = nullptr;  // PyCode_Addr2Line
   int (*is_initialized_)() = nullptr;       // Py_IsInitialized
   uintptr_t code_type_ = 0, unicode_type_ = 0;
+  const void* object_ = nullptr;  // the load address of the object that defines CPython's API
 };
 
 }  // namespace sol::capture::trace::python

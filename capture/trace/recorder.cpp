@@ -26,6 +26,7 @@
 #include "common/macros.hpp"
 #include "common/native.hpp"
 #include "config/config.hpp"
+#include "hal/one_time.hpp"
 #include "hal/transfers.hpp"
 
 namespace sol::capture::trace {
@@ -551,6 +552,7 @@ bool start(const config::Config& cfg) noexcept {
     s->setup_depth = static_cast<int>(cfg.trace_setup_depth);
     s->graph.configure(cfg);
     s->want_python = cfg.trace_python;
+    s->interpreter_frames = cfg.trace_interpreter_frames;
     for (const auto& b : cfg.backend) s->backend += (s->backend.empty() ? "" : ",") + b;
     s->argv = read_argv();
     s->sites.push_back(Site{});  // id 0: no stack
@@ -594,6 +596,7 @@ bool start(const config::Config& cfg) noexcept {
 Span::Span(const Node& node) noexcept {
   t_last.valid = false;
   State* s = g_state.load(std::memory_order_acquire);
+  if (s) hal::one_time::take();  // what calls before this one noted is not its own work
   if (!s || s->finished.load(std::memory_order_relaxed) || !in_window(*s) || !wanted(*s, node) || !ensure_files(*s))
     return;
   ThreadState* t = thread_state(*s);
@@ -763,6 +766,9 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   else e.lit(",\"flops\":").num(flops).lit(",\"bytes\":").num(bytes);
   // A node a lazy device backend ran at once, and why (hal/transfers.hpp).
   if (const char* why = hal::transfers::take_eager_note()) e.lit(",\"lazy\":\"eager: ").str(why).lit("\"");
+  // Work this call did once for the calls after it (hal/one_time.hpp).
+  const uint8_t one_time = hal::one_time::take();
+  if (one_time) e.lit(",\"one_time\":\"").str(hal::one_time::names(one_time).c_str()).lit("\"");
   // A deferred node: its number, which the "node ran" event on the lazy track carries too.
   if (const uint64_t lazy_node = hal::transfers::take_lazy_node()) e.lit(",\"lazy_node\":").u64(lazy_node);
   char site_buf[24];
@@ -786,8 +792,16 @@ void Span::finish(const Node& node, const char* backend) noexcept {
     st.flops += flops;
     st.bytes += bytes;
     if (t->sites.size() <= site_) t->sites.resize(site_ + 1);
-    ++t->sites[site_].calls;
-    t->sites[site_].total_ns += dur;
+    SiteStats& at = t->sites[site_];
+    ++at.calls;
+    at.total_ns += dur;
+    at.add_sig(sig_id, 1);
+    if (SOL_UNLIKELY(one_time)) {
+      if (t->sig_one_time.size() <= sig_id) t->sig_one_time.resize(sig_id + 1);
+      if (t->site_one_time.size() <= site_) t->site_one_time.resize(site_ + 1);
+      t->sig_one_time[sig_id].add(one_time, dur);
+      t->site_one_time[site_].add(one_time, dur);
+    }
   } catch (...) {
   }
   if (ops.count) s->dataflow.record(sig_id, ops.ops, ops.count);

@@ -97,7 +97,11 @@ void print(const Node& node, const Field (&fields)[N], Text& out) {
       case Kind::scalar: {
         const Scalar& s = b.*f.scalar;
         if (!s.present) {
-          out.str(node.device ? "unread" : "null");  // a device call's scalar in device memory, or unknown
+          // A device call's scalar in device memory, or unknown. Literals: the length is known here.
+          if (node.device)
+            out.lit("unread");
+          else
+            out.lit("null");
         } else {
           out.num(s.re, false);
           if (s.im != 0) out.ch(s.im < 0 ? '-' : '+').num(s.im < 0 ? -s.im : s.im, false).ch('i');

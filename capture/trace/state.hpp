@@ -72,6 +72,26 @@ struct Site {
   const ThreadOrigin* origin = nullptr;
 };
 
+// The calls that did one-time work (hal/one_time.hpp: a kernel compiled, a backend started, auto
+// measuring): how many, their time and the kinds of work, which `sol diff` sets apart from the
+// steady state. Kept apart from SigStats and SiteStats (ThreadState::one_time): such calls are
+// rare, and a signature's counters stay one cache line.
+struct OneTime {
+  uint64_t calls = 0, ns = 0;
+  uint8_t kinds = 0;
+  void add(uint8_t call_kinds, uint64_t call_ns) noexcept {
+    if (!call_kinds) return;
+    ++calls;
+    ns += call_ns;
+    kinds |= call_kinds;
+  }
+  void add(const OneTime& o) noexcept {
+    calls += o.calls;
+    ns += o.ns;
+    kinds |= o.kinds;
+  }
+};
+
 struct SigStats {
   uint64_t calls = 0, total_ns = 0, min_ns = UINT64_MAX, max_ns = 0;
   double flops = 0, bytes = 0;
@@ -80,6 +100,26 @@ struct SigStats {
 
 struct SiteStats {
   uint64_t calls = 0, total_ns = 0;
+  // The signatures of its calls, so that a report names the op and shape of a site: the first
+  // few, with their calls; `other_calls` counts the calls of any more.
+  static constexpr int kSigs = 4;
+  uint32_t sigs[kSigs] = {};
+  uint64_t sig_calls[kSigs] = {};
+  int nsigs = 0;
+  uint64_t other_calls = 0;
+  void add_sig(uint32_t sig, uint64_t calls_of_sig) noexcept {
+    for (int i = 0; i < nsigs; ++i)
+      if (sigs[i] == sig) {
+        sig_calls[i] += calls_of_sig;
+        return;
+      }
+    if (nsigs == kSigs) {
+      other_calls += calls_of_sig;
+      return;
+    }
+    sigs[nsigs] = sig;
+    sig_calls[nsigs++] = calls_of_sig;
+  }
 };
 
 // A lock for data one thread updates on every call and others read only at exit or fork: a
@@ -121,6 +161,8 @@ struct ThreadState {
   SpinLock mu;
   std::vector<SigStats> sigs;    // by signature id
   std::vector<SiteStats> sites;  // by site id
+  // Of the calls that did one-time work, by signature id and by site id; grown only by such a call.
+  std::vector<OneTime> sig_one_time, site_one_time;
   // The ids of the signatures and sites this thread has seen, by their hashes, so that a repeated
   // one takes neither the global lock nor a walk of the global tables.
   HashSlots<SigEntry> sig_ids;
@@ -150,6 +192,7 @@ struct State {
   int depth = 32;
   int setup_depth = 1;  // frames per stack of oneDNN's set-up calls (trace.setup_depth)
   bool want_python = true;  // trace.python
+  bool interpreter_frames = false;  // trace.interpreter_frames: keep CPython's own frames among Python's
   python::Interpreter python;
   std::string backend;  // the configured preference, for process info
   Unwinder unwinder;

@@ -72,6 +72,33 @@ def run_until(cmd, flag, starts, *, env=None, timeout=300):
     return subprocess.CompletedProcess(cmd, p.returncode, out, "".join(err))
 
 
+def run_on_terminal(cmd, columns, *, stream="stdout", preload=True, env=None, timeout=600):
+    """Runs cmd with its `stream` on a pseudo-terminal `columns` wide (the other on a pipe), as a
+    person at a terminal sees it: (exit status, the terminal's text, the pipe's text)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    tty = {stream: slave, ("stderr" if stream == "stdout" else "stdout"): subprocess.PIPE}
+    p = subprocess.Popen(cmd, env=clean_env(env, preload), **tty)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the terminal's last reader is gone
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    other = (p.stderr if stream == "stdout" else p.stdout).read()
+    p.wait(timeout=timeout)
+    return p.returncode, b"".join(chunks).decode().replace("\r\n", "\n"), other.decode()
+
+
 def sol_lines(stderr):
     return [l for l in stderr.splitlines() if l.startswith("sol: ")]
 

@@ -3,7 +3,7 @@ and the same kind of errors."""
 import os
 import re
 
-from conftest import PROGRAMS, SOL, run, sol_lines
+from conftest import PROGRAMS, SOL, run, run_on_terminal, sol_lines
 
 
 def test_run_preloads_libsol_and_sets_options(tmp_path):
@@ -67,6 +67,12 @@ def test_every_command_has_help():
             assert r.stdout.startswith("usage: sol %s " % command), r.stdout
 
 
+def test_help_names_the_example_configuration_with_its_path():
+    top = " ".join(run([SOL, "--help"], preload=False).stdout.split())
+    path = re.search(r"(\S*config/sol\.example\.toml)", top).group(1)
+    assert os.path.isfile(path), top  # in this build, the source tree's
+
+
 def test_version():
     r = run([SOL, "--version"], preload=False)
     assert r.returncode == 0 and re.fullmatch(r"sol \d+\.\d+\.\d+\n", r.stdout), r.stdout
@@ -92,3 +98,23 @@ def test_usage_errors_are_one_line_and_status_2():
         assert (r.returncode, r.stdout) == (2, ""), (args, r.returncode, r.stderr)
         lines = r.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("sol: ") and message in lines[0], (args, r.stderr)
+
+
+def test_sol_backends_wraps_long_lists_at_a_terminal():
+    """At a terminal, OpenCL's routines and the DNN kinds wrap at its width, under the list they
+    continue; into a pipe each list stays one line, for programs that read it."""
+    status, out, _ = run_on_terminal([SOL, "backends"], 100, preload=False)
+    assert status == 0, out
+    lines = out.splitlines()
+    listed = [(i, l) for i, l in enumerate(lines) if re.match(r"^ {13}(takes|and) ", l)]
+    assert listed, out
+    for i, line in listed:
+        assert len(line) <= 100, line
+        while i + 1 < len(lines) and lines[i + 1].startswith(" " * 15) and not lines[i + 1][15].isspace():
+            assert len(lines[i + 1]) <= 100, lines[i + 1]
+            i += 1
+    piped = run([SOL, "backends"], preload=False).stdout
+    assert not any(l.startswith(" " * 15) and not l[15].isspace() for l in piped.splitlines()), piped
+    if "opencl     available" in piped:
+        assert re.search(r"^ {13}takes \d+ of \d+ BLAS routines: .{200,}$", piped, re.M), piped
+        assert re.search(r"^opencl     available.*\n {13}takes .*\n {15}\S", out, re.M), out

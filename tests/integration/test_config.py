@@ -1,6 +1,7 @@
 """Configuration: every kind of bad input gets one `sol: ` line naming the key or file and the
 problem, the program runs on with its own results; SOL_STRICT=1 stops it before main."""
 import os
+import re
 import textwrap
 
 import pytest
@@ -16,7 +17,17 @@ CASES = {
     "unknown_top_key": ({}, "backnd = 'native'\n", ["sol.toml:1:1", "unknown key 'backnd'", "did you mean 'backend'"]),
     "wrong_type": ({}, "[trace]\ndepth = 'deep'\n", ["sol.toml:2:9", "trace.depth must be an integer, not a string", "default 32"]),
     "bool_type": ({}, "strict = 1\n", ["sol.toml:1:10", "strict must be true or false"]),
-    "malformed": ({}, "[trace\nenabled = true\n", ["sol.toml:1:", "malformed TOML"]),
+    "malformed": ({}, "[trace\nenabled = true\n", ["sol.toml:1:", "malformed TOML", "table header not closed"]),
+    # Malformed TOML in a person's words, at the mistake: the string's opening quote, the repeated key.
+    "string_not_closed": ({}, 'log = "info"\nbackend = "reference\n',
+                          ["sol.toml:2:11", "malformed TOML: string not closed", 'closing "']),
+    "string_not_closed_at_end": ({}, "backend = 'reference", ["sol.toml:1:11", "string not closed", "closing '"]),
+    "missing_equals": ({}, '[trace]\ndepth 4\n', ["sol.toml:2:7", "missing '=' after the key 'depth'"]),
+    "duplicate_key": ({}, "[trace]\ndepth = 4\n  depth = 8\n", ["sol.toml:3:3", "duplicate key 'depth'"]),
+    "duplicate_table": ({}, "[trace]\ndepth = 4\n[trace]\nenabled = true\n",
+                        ["sol.toml:3:1", "duplicate table [trace]"]),
+    "bare_word": ({}, "log = info\n", ["sol.toml:1:7", 'the value info needs quotes: "info"']),
+    "missing_value": ({}, "log =\n", ["sol.toml:1:", "missing value after '='"]),
     "out_of_range_file": ({}, "[trace]\ndepth = 999\n", ["sol.toml:2:9", "trace.depth = 999 is out of range 1..256"]),
     "backend_table": ({}, "[backend.opencl]\ndevice = 0\n", ["backend must be a string", "[backends.NAME]"]),
     "unknown_backend_env": ({"SOL_BACKEND": "opencll"}, None, ["SOL_BACKEND='opencll'", "unknown backend 'opencll'", "did you mean 'opencl'"]),
@@ -130,3 +141,25 @@ def test_a_typo_in_a_backend_list_costs_only_that_entry(tmp_path):
             cwd=tmp_path, preload=False)
     assert r.returncode == 1 and len(sol_lines(r.stderr)) == 1, r.stderr  # sol config: 1 when it reports a problem
     assert 'backend = "reference,native"' in r.stdout and "SOL_BACKEND" in r.stdout, r.stdout
+
+
+def test_every_list_of_backends_is_the_same():
+    """One list of backend names (config/config.hpp, from backends/registry.def) behind the
+    unknown-backend message, `sol run --help`, `sol config --keys`, `sol backends`, the README and
+    the example configuration."""
+    from conftest import SOURCE
+    r = run([SOL, "config"], env={"SOL_BACKEND": "nonesuch"}, preload=False)
+    known = re.search(r"; known: ([a-z, ]+);", r.stderr).group(1)
+    names = known.split(", ")
+    assert names[:2] == ["auto", "native"] and "cuda" in names and "opencl" in names, known
+    help_text = " ".join(run([SOL, "run", "--help"], preload=False).stdout.split())
+    assert known in help_text, help_text
+    keys = " ".join(run([SOL, "config", "--keys"], preload=False).stdout.split())
+    assert known in keys, keys
+    out = run([SOL, "backends"], preload=False).stdout
+    listed = re.findall(r"^(\S+) +(?:available|unavailable|the program's own library)", out, re.M)
+    assert listed == names[1:], out
+    readme_row = next(l for l in (SOURCE / "README.md").read_text().splitlines() if l.startswith("| `SOL_BACKEND`"))
+    assert ", ".join("`%s`" % n for n in names) in readme_row, readme_row
+    example = " ".join(l.lstrip("# ") for l in (SOURCE / "config" / "sol.example.toml").read_text().splitlines())
+    assert known in example

@@ -157,6 +157,48 @@ def test_text_summary_and_flame_graph_input_show_python_frames(torch_run):
     assert ";run_the_linear_layer_here (py_frames_torch.py:%d);" % lines["linear"] in folded
 
 
+PYTHON_FRAME = re.compile(r" \(.+:\d+\)$")
+INTERPRETER_FRAME = re.compile(r"(^|\()(lib)?python3[.\d]*(\.so[.\d]*)?\+0x")  # CPython's own object
+
+
+def interpreter_frames_among_python_frames(frames):
+    """The frames of CPython's own object between a stack's innermost and outermost Python frames."""
+    python = [i for i, f in enumerate(frames) if PYTHON_FRAME.search(f) and "+0x" not in f]
+    if not python:
+        return []
+    return [f for f in frames[python[0]:python[-1]] if INTERPRETER_FRAME.search(f)]
+
+
+def test_python_frames_read_as_python(torch_run):
+    """The interpreter's own frames between two Python frames (its call machinery, named or
+    python3+0x...) are folded away, in the summary and in the folded stacks: a traced PyTorch
+    script's Python frames are adjacent. PyTorch's own frames stay."""
+    _, _, sites, _, trace_dir = torch_run
+    stacks = [s["frames"] for s in sites]
+    assert sum(len([f for f in x if PYTHON_FRAME.search(f) and "+0x" not in f]) >= 2 for x in stacks) > 5
+    for frames in stacks:
+        assert interpreter_frames_among_python_frames(frames) == [], frames
+    assert any("libtorch" in f for x in stacks for f in x)
+    folded = [l.rsplit(" ", 1)[0].split(";")[::-1] for p in files(trace_dir, ".folded") for l in open(p)]
+    for frames in folded:
+        assert interpreter_frames_among_python_frames(frames) == [], frames
+
+
+def test_interpreter_frames_can_be_kept(tmp_path):
+    """SOL_TRACE_INTERPRETER_FRAMES=1 keeps them (NumPy's import runs Python code from C: CPython's
+    frames lie between its Python frames); extension frames stay either way."""
+    script = str(PY_PROGRAMS / "py_frames_numpy.py")
+    kept = {}
+    for flag in ("0", "1"):
+        r, trace_dir = traced([PYTHON, script], tmp_path / flag, env={"SOL_TRACE_INTERPRETER_FRAMES": flag})
+        assert r.returncode == 0, r.stderr
+        (path,) = files(trace_dir, ".summary.json")
+        stacks = [s["frames"] for s in sites_of(path)]
+        kept[flag] = [f for x in stacks for f in interpreter_frames_among_python_frames(x)]
+        assert any("_multiarray_umath" in f for x in stacks for f in x)
+    assert kept["0"] == [] and kept["1"], kept
+
+
 def test_numpy_dgemm_names_its_line(tmp_path):
     script = str(PY_PROGRAMS / "py_frames_numpy.py")
     r, trace_dir = traced([PYTHON, script], tmp_path)

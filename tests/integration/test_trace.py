@@ -140,9 +140,10 @@ def test_cnn_all_outputs_written(cnn):
     assert sum(int(l.rsplit(" ", 1)[1]) for l in folded) == summary(d)["process"]["traced_ns"]
     dot = open(files(d, ".graph.dot")[0]).read()
     assert dot.startswith("digraph") and "->" in dot and "convolution" in dot
-    # the short table at exit: a header line and the five longest op signatures
+    # the short table at exit: a header line, the five longest op signatures, the set-up calls' count
     table = [l for l in sol_lines(cnn["stderr"])]
-    assert table[0].startswith("sol: trace: ") and "calls" in table[1] and len(table) == 2 + 5
+    assert table[0].startswith("sol: trace: ") and "calls" in table[1] and len(table) == 2 + 5 + 1
+    assert table[-1].startswith("sol: and ") and "set-up calls" in table[-1]
 
 
 def test_numpy_cblas_calls(tmp_path):

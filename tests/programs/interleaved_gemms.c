@@ -23,24 +23,32 @@ static uint64_t digest(const float* p, size_t n) {
   return h;
 }
 
-struct Call {
+struct Shape {
   char api, ta, tb; /* api: 'F' Fortran, 'C' CBLAS column-major, 'R' CBLAS row-major */
+  int m, n, k;
+};
+
+struct Call {
+  char api, ta, tb;
   int m, n, k;
   float *a, *b, *c;
 };
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? atoi(argv[1]) : 50;
-  struct Call calls[] = {
+  static const struct Shape shapes[] = {
       {'F', 'N', 'N', 64, 64, 64}, {'F', 'N', 'T', 64, 64, 64}, {'F', 'T', 'N', 64, 64, 64},
       {'F', 'T', 'T', 64, 64, 64}, {'F', 'N', 'N', 64, 64, 72}, {'F', 'N', 'T', 72, 64, 64},
       {'F', 'N', 'N', 80, 72, 64}, {'F', 'N', 'T', 80, 72, 64}, {'C', 'N', 'N', 64, 64, 64},
       {'C', 'N', 'T', 64, 64, 64}, {'R', 'N', 'N', 64, 64, 64}, {'R', 'N', 'T', 64, 64, 64},
       {'F', 'N', 'N', 96, 96, 96}, {'F', 'T', 'N', 96, 96, 96},
   };
-  const int ncalls = (int)(sizeof calls / sizeof calls[0]);
+  enum { ncalls = sizeof shapes / sizeof shapes[0] };
+  struct Call calls[ncalls];
   for (int i = 0; i < ncalls; ++i) {
     struct Call* x = &calls[i];
+    const struct Shape* s = &shapes[i];
+    x->api = s->api, x->ta = s->ta, x->tb = s->tb, x->m = s->m, x->n = s->n, x->k = s->k;
     /* Every operand as large as any of its layouts needs, so that one set of strides fits all. */
     const int ld = 96;
     x->a = malloc(sizeof(float) * ld * ld), x->b = malloc(sizeof(float) * ld * ld),

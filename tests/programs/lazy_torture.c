@@ -174,7 +174,10 @@ static void case_signals(void) {
   sa.sa_handler = own_handler;
   sigaction(SIGSEGV, &sa, &old);
   char* trap = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  float *a = matrix(11), *b = matrix(12), *c = matrix(0);
+  /* volatile: live across sigsetjmp, which may return twice */
+  float* volatile a = matrix(11);
+  float* volatile b = matrix(12);
+  float* volatile c = matrix(0);
   gemm(a, b, 0, c);
   for (int i = 0; i < 3; ++i)
     if (sigsetjmp(g_jump, 1) == 0) *(volatile char*)trap = 1; /* the program's own fault */

@@ -72,7 +72,9 @@ def test_text():
 def test_csv():
     assert header_of_csv("diff", A, B) == [
         "kind", "side", "api", "symbol", "op", "dtype", "shape", "backend_a", "backend_b", "frames", "calls_a",
-        "calls_b", "calls_delta", "calls_rel", "total_ns_a", "total_ns_b", "total_ns_delta", "total_ns_rel"]
+        "calls_b", "calls_delta", "calls_rel", "total_ns_a", "total_ns_b", "total_ns_delta", "total_ns_rel",
+        "steady_ns_a", "steady_ns_b", "steady_ns_delta", "steady_ns_rel", "one_time_calls_a", "one_time_calls_b",
+        "one_time_ns_a", "one_time_ns_b", "one_time_a", "one_time_b"]
     rows = sol_csv("diff", A, B)
     assert len(rows) == 11
     sides = [(r["kind"], r["side"]) for r in rows]
@@ -127,3 +129,57 @@ def test_directories_merge_before_comparing():
     sg = next(r for r in ops["common"] if r["symbol"] == "sgemm_")
     assert (sg["calls_a"], sg["calls_b"], sg["calls_delta"]) == (54, 20, -34)
     assert (sg["backend_a"], sg["backend_b"]) == ("native+openblas", "native")
+
+
+ONE_TIME = DATA / "one-time"
+REF, OCL = ONE_TIME / "sol-1000.summary.json", ONE_TIME / "sol-2000.summary.json"
+
+
+def test_one_time_work_is_set_apart_and_rows_rank_by_steady_state():
+    """B's first sdot compiled its kernel (52 ms of its 52.3): in steady state its 20 calls take
+    300 us (the other 19 at 15 us each), so dgemm_'s +1 ms ranks first; --rank total ranks by what
+    the calls took. A side whose every call did one-time work has no steady state."""
+    doc = sol_json("diff", REF, OCL)
+    assert doc["rank"] == "steady"
+    common = doc["ops"]["common"]
+    assert [r["symbol"] for r in common] == ["dgemm_", "cblas_sdot", "saxpy_"]
+    sdot = common[1]
+    assert (sdot["one_time_calls_b"], sdot["one_time_ns_b"], sdot["one_time_b"]) == (1, 52000000, "kernel compile")
+    assert (sdot["steady_ns_a"], sdot["steady_ns_b"], sdot["total_ns_b"], sdot["one_time_a"]) == (20000, 300000,
+                                                                                                   52285000, "")
+    saxpy = common[2]
+    assert (saxpy["steady_ns_b"], saxpy["steady_ns_delta"], saxpy["one_time_b"]) == (
+        None, None, "backend start, kernel compile")
+    assert [r["symbol"] for r in sol_json("diff", REF, OCL, "--rank", "total")["ops"]["common"]][0] == "cblas_sdot"
+    sites = doc["sites"]["common"]
+    assert [s["symbol"] for s in sites] == ["dgemm_", "cblas_sdot", "saxpy_"] and sites[1]["one_time_ns_b"] == 52000000
+
+
+def test_one_time_work_in_text():
+    out = sol("diff", REF, OCL, check=0).stdout
+    lines = out.splitlines()
+    sdot = next(l for l in lines if "cblas_sdot" in l and "dot" in l.split())
+    assert "B 52.00 ms kernel compile" in sdot and "300.0 us" in sdot and "+280.0 us" in sdot, out
+    saxpy = next(l for l in lines if "saxpy_" in l and "axpy" in l.split())
+    assert saxpy.split()[:8] == ["1", "1", "0", "10.0", "us", "-", "-", "-"], saxpy
+    assert "one-time work: calls that also compiled or loaded a kernel" in out
+    assert "-: every call did such work" in out
+    # Site rows name their op, with the site under it.
+    at = next(i for i, l in enumerate(lines) if l.endswith("  dot n=2"))
+    assert lines[at + 1].strip() == "cblas_sdot < dot_loop < main"
+
+
+def test_setup_calls_are_hidden_unless_asked(tmp_path):
+    """The same rule and flag as sol report's."""
+    for name, path in (("a", A), ("b", B)):
+        doc = json.loads(path.read_text())
+        doc["ops"].append({"api": "dnnl", "symbol": "dnnl_memory_create", "op": "dnnl_api", "dtype": "none",
+                           "shape": "", "backend": "native", "calls": 3 if name == "a" else 5, "total_ns": 400,
+                           "min_ns": 50, "max_ns": 200, "flops": 0, "bytes": 0})
+        (tmp_path / ("sol-%s.summary.json" % name)).write_text(json.dumps(doc))
+    a, b = tmp_path / "sol-a.summary.json", tmp_path / "sol-b.summary.json"
+    p = sol("diff", a, b, "--format", "json", check=0)
+    assert "dnnl_memory_create" not in p.stdout
+    assert "set-up calls are not shown (A: 3, B: 5; --setup shows them)" in p.stderr
+    shown = sol_json("diff", a, b, "--setup")["ops"]["common"]
+    assert any(r["symbol"] == "dnnl_memory_create" for r in shown)

@@ -124,7 +124,8 @@ def test_csv_columns_and_values():
     ops = ops_by_key(rows)
     assert int(ops[SGEMM]["calls"]) == 52 and int(ops[SGEMM]["total_ns"]) == 2110500
     assert header_of_csv("report", SURVEY, "--by", "site") == [
-        "symbol", "frames", "calls", "total_ns", "percent", "mean_ns", "processes"]
+        "symbol", "op", "dtype", "shape", "signatures", "other_calls", "frames", "calls", "total_ns", "percent",
+        "mean_ns", "processes"]
     sites = sol_csv("report", SURVEY, "--by", "site")
     assert sites[0]["frames"].split(";")[2] == "/usr/bin/python3.11+0x5f00"  # commas inside, quoted
     assert header_of_csv("report", SURVEY, "--by", "api") == [
@@ -217,6 +218,70 @@ def test_setup_calls_are_hidden_unless_asked(tmp_path):
         p = sol("report", tmp_path, "--by", by, "--format", "json", check=0)
         rows = json.loads(p.stdout)["rows"]
         assert all(r["symbol"] != "dnnl_memory_desc_init_by_tag" for r in rows), (by, rows)
-        assert "40 oneDNN set-up calls are not shown" in p.stderr
+        assert "40 set-up calls are not shown" in p.stderr
         shown = sol_json("report", tmp_path, "--by", by, "--setup")["rows"]
         assert any(r["symbol"] == "dnnl_memory_desc_init_by_tag" for r in shown), by
+    # The flame graph follows the same rule, with the same flag.
+    svg = tmp_path / "flame.svg"
+    sol("report", tmp_path, "--flamegraph", svg, check=0)
+    assert "dnnl_memory_desc_init_by_tag" not in svg.read_text()
+    sol("report", tmp_path, "--flamegraph", svg, "--setup", check=0)
+    assert "dnnl_memory_desc_init_by_tag" in svg.read_text()
+
+
+def test_every_apis_setup_calls_follow_one_rule(tmp_path):
+    """cuBLAS's and cuDNN's handle and descriptor calls are set-up calls as oneDNN's are
+    (capture/ir/setup.hpp): hidden alike, counted in one note."""
+    doc = json.loads((SURVEY / "sol-4300.summary.json").read_text())
+    for symbol, op in (("cublasCreate_v2", "cublas_api"), ("cudnnCreate", "cudnn_api"), ("dnnl_engine_create", "dnnl_api")):
+        doc["ops"].append({"api": "x", "symbol": symbol, "op": op, "dtype": "none", "shape": "", "backend": "native",
+                           "calls": 2, "total_ns": 100, "min_ns": 50, "max_ns": 50, "flops": 0, "bytes": 0})
+    (tmp_path / "sol-4300.summary.json").write_text(json.dumps(doc))
+    p = sol("report", tmp_path, "--format", "json", check=0)
+    assert [r["op"] for r in json.loads(p.stdout)["rows"] if r["op"].endswith("_api")] == []
+    assert "6 set-up calls are not shown (--setup shows them)" in p.stderr
+
+
+def test_site_rows_name_their_op(tmp_path):
+    """Each site row says what its calls computed: the op signature of most of them, and how many
+    others there were; the text puts the site itself under it."""
+    one = DATA / "one-time" / "sol-2000.summary.json"
+    rows = {r["symbol"]: r for r in sol_json("report", one, "--by", "site")["rows"]}
+    sdot = rows["cblas_sdot"]
+    assert (sdot["op"], sdot["dtype"], sdot["shape"], sdot["signatures"]) == ("dot", "f32", "n=2", 1)
+    lines = sol("report", one, "--by", "site", check=0).stdout.splitlines()
+    at = next(i for i, l in enumerate(lines) if l.endswith("  dot n=2"))
+    assert lines[at + 1].strip() == "cblas_sdot < dot_loop < main"
+    assert lines[at + 1].index("cblas_sdot") == lines[at].index("dot n=2")
+    assert not any(l.endswith("]") for l in lines)  # no numbered labels
+    # A site whose calls had several shapes names the most called one and counts the rest.
+    doc = json.loads(one.read_text())
+    doc["sites"][0]["ops"] = [{"op": "dot", "dtype": "f32", "shape": "n=2", "calls": 5},
+                              {"op": "dot", "dtype": "f32", "shape": "n=8", "calls": 15}]
+    (tmp_path / "sol-2000.summary.json").write_text(json.dumps(doc))
+    out = sol("report", tmp_path, "--by", "site", check=0).stdout
+    assert "  dot n=8 (+1 other)\n" in out, out
+    doc["sites"][0]["other_calls"] = 3  # calls of signatures beyond the first four
+    (tmp_path / "sol-2000.summary.json").write_text(json.dumps(doc))
+    out = sol("report", tmp_path, "--by", "site", check=0).stdout
+    assert "  dot n=8 (+2 or more others)\n" in out, out
+
+
+def test_sites_that_read_the_same_are_told_apart_where_their_stacks_part(tmp_path):
+    """Two sites whose labels (innermost frames, locations, the program's line) are equal get the
+    frame where their stacks part, with its index, instead of a number."""
+    doc = json.loads((SURVEY / "sol-4300.summary.json").read_text())
+    site = doc["sites"][0]
+    inner = ["f (app+0x10)", "g (app+0x20)", "h (app+0x30)", "i (app+0x40)"]
+    a, b = dict(site, id=7, frames=inner + ["x (app+0x50)"]), dict(site, id=8, frames=inner + ["y (app+0x60)"])
+    doc["sites"] = [a, b]
+    (tmp_path / "sol-4300.summary.json").write_text(json.dumps(doc))
+    out = sol("report", tmp_path, "--by", "site", check=0).stdout
+    assert "[frame 4: x (app+0x50)]" in out and "[frame 4: y (app+0x60)]" in out, out
+
+
+def test_files_written_are_named(tmp_path):
+    for flag, name, what in (("--flamegraph", "flame.svg", "flame graph"), ("--perfetto", "calls.pftrace", "Perfetto")):
+        p = sol("report", SURVEY, flag, tmp_path / name, check=0)
+        line = next(l for l in p.stderr.splitlines() if l.startswith("sol: wrote "))
+        assert line.startswith("sol: wrote %s: " % (tmp_path / name)) and what in line, p.stderr

@@ -2,6 +2,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 #include "capture/blas/call.hpp"
 #include "capture/blas/libraries.hpp"
 #include "capture/ir/dnn.hpp"
+#include "common/human.hpp"
 #include "config/config.hpp"
 #include "hal/registry.hpp"
 #include "tools/sol/commands.hpp"
@@ -60,11 +62,12 @@ std::vector<std::pair<Sym, bool>> routines() {
   return out;
 }
 
-// "gemm (f32 f64 c64 c128), axpy (f32)...": what a backend takes, grouped by operation.
-std::string coverage(const hal::Backend& backend, size_t& count, size_t total) {
+// "takes 140 of 148 BLAS routines:", "gemm (f32 f64 c64 c128)", "axpy (f32)"...: what a backend
+// takes, grouped by operation, as items to wrap.
+std::vector<std::string> coverage(const hal::Backend& backend, size_t total) {
   std::map<std::string, std::vector<std::string>> by_op;
   std::vector<std::string> order;
-  count = 0;
+  size_t count = 0;
   for (const auto& [routine, real] : routines()) {
     capture::Node n = probe_node(routine);
     n.blas.real_alpha = real;
@@ -74,15 +77,17 @@ std::string coverage(const hal::Backend& backend, size_t& count, size_t total) {
     if (!by_op.count(op)) order.push_back(op);
     by_op[op].push_back(std::string(capture::dtype_name(n.dtype)) + (real ? "/real-alpha" : ""));
   }
-  if (count == total) return "all " + std::to_string(total) + " BLAS routines (levels 1-3; f32 f64 c64 c128)";
-  if (count == 0) return "no BLAS routine";
-  std::string out = std::to_string(count) + " of " + std::to_string(total) + " BLAS routines:";
+  if (count == total)
+    return {"takes all " + std::to_string(total) + " BLAS routines (levels 1-3; f32 f64 c64 c128)"};
+  if (count == 0) return {"takes no BLAS routine"};
+  std::vector<std::string> items = {"takes " + std::to_string(count) + " of " + std::to_string(total) +
+                                    " BLAS routines:"};
   for (const auto& op : order) {
-    out += " " + op + " (";
-    for (size_t i = 0; i < by_op[op].size(); ++i) out += (i ? " " : "") + by_op[op][i];
-    out += ")";
+    std::string item = op + " (";
+    for (size_t i = 0; i < by_op[op].size(); ++i) item += (i ? " " : "") + by_op[op][i];
+    items.push_back(item + ")");
   }
-  return out;
+  return items;
 }
 
 // A small, consistent forward DNN node of `kind` (f32, plain layouts), to ask supports() about.
@@ -234,11 +239,15 @@ int cmd_backends(const BackendsOptions& options) {
   hal::Registry registry(cfg);
   const size_t total = routines().size();
 
-  // The backends first: probing the system's libraries below loads them into this process.
+  // The backends first: probing the system's libraries below loads them into this process. Built as
+  // strings: the list of routines can be longer than any fixed buffer. At a terminal the lists
+  // wrap, indented under the line they continue; into a pipe each stays one line, for programs.
+  const size_t columns = terminal_columns(STDOUT_FILENO);
+  const size_t width = columns > 40 ? columns - 15 : columns ? 25 : SIZE_MAX;
   std::string lines;
-  char buf[1024];
   for (const auto& e : hal::builtin_backends()) {
     hal::Backend* b = registry.get(e.name);
+    char buf[1024];
     if (!b) {
       std::snprintf(buf, sizeof buf, "%-10s unavailable: %s\n", e.name, registry.why(e.name).c_str());
       lines += buf;
@@ -247,12 +256,12 @@ int cmd_backends(const BackendsOptions& options) {
     // An accelerator measures its costs at the first question about them: asked first, so that
     // device() below already shows the figures.
     if (b->accelerator()) b->min_flops();
-    size_t count = 0;
-    const std::string ops = coverage(*b, count, total);
-    // Built as strings: the list of routines can be longer than any fixed buffer.
     std::snprintf(buf, sizeof buf, "%-10s available%s: ", e.name, b->accelerator() ? " (accelerator)" : "");
-    const std::string indent(13, ' ');
-    lines += buf + b->device() + "\n" + indent + "takes " + ops + "\n" + indent + "and " + dnn_coverage(*b) + "\n";
+    lines += buf + b->device() + "\n";
+    for (const auto& what : {coverage(*b, total), std::vector<std::string>{"and " + dnn_coverage(*b)}}) {
+      const std::vector<std::string> wrapped = what.size() > 1 ? wrap(what, width) : wrap(what[0], width);
+      for (size_t i = 0; i < wrapped.size(); ++i) lines += std::string(i ? 15 : 13, ' ') + wrapped[i] + "\n";
+    }
     if (b->accelerator()) {
       std::snprintf(buf, sizeof buf, "%-10s   under auto: nodes of at least %.0f flops\n", "",
                     b->min_flops());

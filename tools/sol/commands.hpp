@@ -41,13 +41,15 @@ struct ReportOptions : TableOptions {
   std::string by = "op";   // op, site or api
   std::string flamegraph;  // the SVG file to write; "": none
   std::string perfetto;    // the Perfetto trace to write; "": none
-  bool setup = false;      // show oneDNN's set-up calls (hidden by default: they compute nothing)
+  bool setup = false;  // show set-up calls (capture/ir/setup.hpp; hidden by default: they compute nothing)
 };
 
 // sol diff A B [options]
 struct DiffOptions : TableOptions {
   std::string a, b;          // each a trace directory or a summary file
   bool across_apis = false;  // match ops by op, dtype and shape alone, sites by frames alone
+  bool setup = false;        // show set-up calls (hidden by default, as in sol report)
+  bool rank_total = false;   // rank and show total time; default: steady-state time (first calls apart)
 };
 
 // sol backends

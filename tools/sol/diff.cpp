@@ -1,10 +1,16 @@
-// sol diff A B [--across-apis] [--top N] [--format text|json|csv]
+// sol diff A B [--across-apis] [--setup] [--rank steady|total] [--top N] [--format text|json|csv]
 //
 // What two surveys (each a trace directory or a summary file) do differently: the op signatures
 // and the call sites found in only one of them, and for those in both the change in calls and
 // time. Sections: only in A and only in B sorted by their time, longest first; common ones by
 // |time delta|, largest first. --top N keeps N rows per section (default: 20 in text, all in
-// json and csv).
+// json and csv). Set-up calls (capture/ir/setup.hpp) are left out unless --setup, as in sol report.
+//
+// Time is steady-state time unless --rank total: the calls that did one-time work (as the trace
+// noted it: a kernel compiled or loaded from the cache, a backend started, auto measuring the
+// candidates) count as long as the other calls' mean, and the text marks them with their time and
+// work. A side whose every call did such work has no steady-state time: shown as "-", ranked as 0.
+// Totals are in the JSON and CSV either way.
 //
 // Ops match by what they compute: api, symbol, op, dtype and shape. Where they ran is an
 // attribute (backend_a, backend_b: "native", or "native+opencl" when calls of the signature ran
@@ -15,7 +21,7 @@
 // match when the symbol and the frame list are equal (site ids are per process).
 //
 // JSON (--format json), one object; keys are stable, new keys may be added:
-//   {"format": "sol-diff/2", "across_apis": bool,
+//   {"format": "sol-diff/2", "across_apis": bool, "rank": "steady"|"total",
 //    "a": <input>, "b": <input>          (the "input" object of sol report's JSON),
 //    "totals": <deltas>                  (calls and traced time of the whole surveys),
 //    "ops":   {"only_a": [op row], "only_b": [op row], "common": [op row],
@@ -24,12 +30,18 @@
 //   op row:   api, symbol, op, dtype, shape, backend_a, backend_b, <deltas>
 //   site row: symbol, frames ([str], innermost first), <deltas>
 //   <deltas>: calls_a, calls_b, calls_delta (b - a), calls_rel (delta / a, null when a is 0),
-//             total_ns_a, total_ns_b, total_ns_delta, total_ns_rel (the same for time)
+//             total_ns_a, total_ns_b, total_ns_delta, total_ns_rel (the same for time),
+//             steady_ns_a, steady_ns_b, steady_ns_delta, steady_ns_rel (the same in steady state;
+//             null where a side has none), one_time_calls_a, one_time_calls_b, one_time_ns_a,
+//             one_time_ns_b (the calls that did one-time work and their time), one_time_a, one_time_b
+//             (the kinds of work, "kernel compile, auto's measuring"; "" for none)
 //   Rows only in A have the B values 0 (rel -1); rows only in B have the A values 0 (rel null).
 //   (sol-diff/1 had one "backend", part of the match: a change of backend was two rows.)
 // CSV (--format csv): one table, header
 //   kind,side,api,symbol,op,dtype,shape,backend_a,backend_b,frames,calls_a,calls_b,calls_delta,
-//   calls_rel,total_ns_a,total_ns_b,total_ns_delta,total_ns_rel
+//   calls_rel,total_ns_a,total_ns_b,total_ns_delta,total_ns_rel,steady_ns_a,steady_ns_b,
+//   steady_ns_delta,steady_ns_rel,one_time_calls_a,one_time_calls_b,one_time_ns_a,one_time_ns_b,
+//   one_time_a,one_time_b
 // kind is "op" or "site", side "only_a", "only_b" or "common"; fields a kind does not have are
 // empty; frames are joined by ";"; rel fields are floats rounded to three decimals, empty for null.
 //
@@ -38,6 +50,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -48,10 +61,21 @@
 namespace sol::tools {
 namespace {
 
+// One side of a row: its calls and time, and those of its calls that did one-time work.
+struct Side {
+  uint64_t calls = 0, ns = 0;
+  OneTime one_time;
+  std::optional<uint64_t> steady() const { return steady_ns(calls, ns, one_time); }
+};
+
+int64_t minus(uint64_t b, uint64_t a) {
+  return static_cast<int64_t>(b) - static_cast<int64_t>(a);
+}
+
 struct Delta {
-  uint64_t calls_a = 0, calls_b = 0, ns_a = 0, ns_b = 0;
-  int64_t calls_delta() const { return static_cast<int64_t>(calls_b) - static_cast<int64_t>(calls_a); }
-  int64_t ns_delta() const { return static_cast<int64_t>(ns_b) - static_cast<int64_t>(ns_a); }
+  Side a, b;
+  int64_t calls_delta() const { return minus(b.calls, a.calls); }
+  int64_t ns_delta() const { return minus(b.ns, a.ns); }
 };
 
 // What a row of the diff is matched by, and what it shows besides.
@@ -60,12 +84,22 @@ struct OpMatch {
   auto operator<=>(const OpMatch&) const = default;
 };
 struct Seen {
-  uint64_t calls = 0, total_ns = 0;
+  Side side;
   std::set<std::string> apis, symbols, backends;
+  SiteStats what;  // sites: what their calls computed
+  void add(uint64_t calls, uint64_t ns, const OneTime& one_time) {
+    side.calls += calls;
+    side.ns += ns;
+    side.one_time.add(one_time);
+  }
 };
 struct OpRow {
   OpMatch key;
   std::string api, symbol, backend_a, backend_b;  // "+"-joined sets
+};
+struct SiteRow {
+  SiteKey key;
+  SiteStats what;  // what its calls computed, on either side
 };
 
 std::string joined(const std::set<std::string>& s) {
@@ -78,8 +112,7 @@ std::map<OpMatch, Seen> ops_of(const Survey& s, bool across) {
   std::map<OpMatch, Seen> out;
   for (const auto& [k, st] : s.ops) {
     Seen& e = out[{across ? "" : k.api, across ? "" : k.symbol, k.op, k.dtype, k.shape}];
-    e.calls += st.calls;
-    e.total_ns += st.total_ns;
+    e.add(st.calls, st.total_ns, st.one_time);
     e.apis.insert(k.api);
     e.symbols.insert(k.symbol);
     e.backends.insert(k.backend);
@@ -91,9 +124,9 @@ std::map<SiteKey, Seen> sites_of(const Survey& s, bool across) {
   std::map<SiteKey, Seen> out;
   for (const auto& [k, st] : s.sites) {
     Seen& e = out[{across ? "" : k.symbol, k.frames}];
-    e.calls += st.calls;
-    e.total_ns += st.total_ns;
+    e.add(st.calls, st.total_ns, st.one_time);
     e.symbols.insert(k.symbol);
+    e.what.add(st);
   }
   return out;
 }
@@ -107,11 +140,15 @@ OpRow row_of(const OpMatch& k, const Seen* a, const Seen* b) {
     }
   return {k, joined(apis), joined(symbols), a ? joined(a->backends) : "", b ? joined(b->backends) : ""};
 }
-SiteKey row_of(const SiteKey& k, const Seen* a, const Seen* b) {
+SiteRow row_of(const SiteKey& k, const Seen* a, const Seen* b) {
   std::set<std::string> symbols;
+  SiteStats what;
   for (const Seen* s : {a, b})
-    if (s) symbols.insert(s->symbols.begin(), s->symbols.end());
-  return {joined(symbols), k.frames};
+    if (s) {
+      symbols.insert(s->symbols.begin(), s->symbols.end());
+      what.add(s->what);
+    }
+  return {{joined(symbols), k.frames}, what};
 }
 
 template <typename Key>
@@ -119,26 +156,42 @@ struct Sections {
   std::vector<std::pair<Key, Delta>> only_a, only_b, common;
 };
 
+// The time a row is ranked by: its total, or its steady-state time (0 where it has none).
+uint64_t ranked(const Side& s, bool total) {
+  return total ? s.ns : s.steady().value_or(0);
+}
+
 template <typename Match>
-auto compare(const std::map<Match, Seen>& a, const std::map<Match, Seen>& b) {
+auto compare(const std::map<Match, Seen>& a, const std::map<Match, Seen>& b, bool total) {
   using Row = decltype(row_of(std::declval<Match>(), nullptr, nullptr));
   Sections<Row> out;
   for (const auto& [k, s] : a) {
     const auto it = b.find(k);
-    if (it == b.end())
-      out.only_a.push_back({row_of(k, &s, nullptr), {s.calls, 0, s.total_ns, 0}});
-    else
-      out.common.push_back({row_of(k, &s, &it->second), {s.calls, it->second.calls, s.total_ns, it->second.total_ns}});
+    Delta d;
+    d.a = s.side;
+    if (it == b.end()) {
+      out.only_a.push_back({row_of(k, &s, nullptr), d});
+    } else {
+      d.b = it->second.side;
+      out.common.push_back({row_of(k, &s, &it->second), d});
+    }
   }
-  for (const auto& [k, s] : b)
-    if (!a.count(k)) out.only_b.push_back({row_of(k, nullptr, &s), {0, s.calls, 0, s.total_ns}});
+  for (const auto& [k, s] : b) {
+    if (a.count(k)) continue;
+    Delta d;
+    d.b = s.side;
+    out.only_b.push_back({row_of(k, nullptr, &s), d});
+  }
   const auto by = [](auto value) {
     return [value](const auto& x, const auto& y) { return value(x.second) > value(y.second); };
   };
-  std::stable_sort(out.only_a.begin(), out.only_a.end(), by([](const Delta& d) { return d.ns_a; }));
-  std::stable_sort(out.only_b.begin(), out.only_b.end(), by([](const Delta& d) { return d.ns_b; }));
-  std::stable_sort(out.common.begin(), out.common.end(), by([](const Delta& d) {
-                     return std::make_pair(std::llabs(d.ns_delta()), std::llabs(d.calls_delta()));
+  std::stable_sort(out.only_a.begin(), out.only_a.end(),
+                   by([total](const Delta& d) { return ranked(d.a, total); }));
+  std::stable_sort(out.only_b.begin(), out.only_b.end(),
+                   by([total](const Delta& d) { return ranked(d.b, total); }));
+  std::stable_sort(out.common.begin(), out.common.end(), by([total](const Delta& d) {
+                     return std::make_pair(std::llabs(minus(ranked(d.b, total), ranked(d.a, total))),
+                                           std::llabs(d.calls_delta()));
                    }));
   return out;
 }
@@ -147,11 +200,38 @@ Row rel(int64_t delta, uint64_t base) {
   return base == 0 ? Row(nullptr) : Row(round3(static_cast<double>(delta) / static_cast<double>(base)));
 }
 
+std::string kinds_text(const OneTime& t) {
+  std::string out;
+  for (const auto& k : t.kinds) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+Row optional_ns(const std::optional<uint64_t>& ns) {
+  return ns ? Row(*ns) : Row(nullptr);
+}
+
 Row delta_row(const Delta& d) {
-  return {{"calls_a", d.calls_a},           {"calls_b", d.calls_b},
-          {"calls_delta", d.calls_delta()}, {"calls_rel", rel(d.calls_delta(), d.calls_a)},
-          {"total_ns_a", d.ns_a},           {"total_ns_b", d.ns_b},
-          {"total_ns_delta", d.ns_delta()}, {"total_ns_rel", rel(d.ns_delta(), d.ns_a)}};
+  const auto sa = d.a.steady(), sb = d.b.steady();
+  const bool both = sa && sb;
+  const int64_t steady_delta = both ? minus(*sb, *sa) : 0;
+  return {{"calls_a", d.a.calls},
+          {"calls_b", d.b.calls},
+          {"calls_delta", d.calls_delta()},
+          {"calls_rel", rel(d.calls_delta(), d.a.calls)},
+          {"total_ns_a", d.a.ns},
+          {"total_ns_b", d.b.ns},
+          {"total_ns_delta", d.ns_delta()},
+          {"total_ns_rel", rel(d.ns_delta(), d.a.ns)},
+          {"steady_ns_a", optional_ns(sa)},
+          {"steady_ns_b", optional_ns(sb)},
+          {"steady_ns_delta", both ? Row(steady_delta) : Row(nullptr)},
+          {"steady_ns_rel", both ? rel(steady_delta, *sa) : Row(nullptr)},
+          {"one_time_calls_a", d.a.one_time.calls},
+          {"one_time_calls_b", d.b.one_time.calls},
+          {"one_time_ns_a", d.a.one_time.ns},
+          {"one_time_ns_b", d.b.one_time.ns},
+          {"one_time_a", kinds_text(d.a.one_time)},
+          {"one_time_b", kinds_text(d.b.one_time)}};
 }
 
 Row key_row(const OpRow& r) {
@@ -160,8 +240,8 @@ Row key_row(const OpRow& r) {
           {"backend_b", r.backend_b}};
 }
 
-Row key_row(const SiteKey& k) {
-  return {{"symbol", k.symbol}, {"frames", k.frames}};
+Row key_row(const SiteRow& r) {
+  return site_identity(r.key, r.what);
 }
 
 template <typename Key>
@@ -180,14 +260,21 @@ std::string backend_text(const OpRow& r) {
 std::vector<std::string> text_key(const OpRow& r, const SiteLabels&) {
   return {r.api, r.symbol, r.key.op, r.key.dtype, backend_text(r), r.key.shape};
 }
-std::vector<std::string> text_key(const SiteKey& k, const SiteLabels& labels) {
-  return {labels.at(k)};
+std::vector<std::string> text_key(const SiteRow& r, const SiteLabels&) {
+  return {site_op_text(site_identity(r.key, r.what))};
+}
+// What goes under a row: a site's label.
+std::string text_below(const OpRow&, const SiteLabels&) {
+  return {};
+}
+std::string text_below(const SiteRow& r, const SiteLabels& labels) {
+  return labels.at(r.key);
 }
 std::vector<std::string> text_key_header(const OpRow&) {
   return {"api", "symbol", "op", "dtype", "backend", "shape"};
 }
-std::vector<std::string> text_key_header(const SiteKey&) {
-  return {"site (symbol < innermost frames)"};
+std::vector<std::string> text_key_header(const SiteRow&) {
+  return {kSiteHeader};
 }
 
 std::string rel_text(int64_t delta, uint64_t base) {
@@ -195,42 +282,83 @@ std::string rel_text(int64_t delta, uint64_t base) {
                    : human_percent(100.0 * static_cast<double>(delta) / static_cast<double>(base), true);
 }
 
+// "B 52.28 ms kernel compile": the calls that did one-time work, on each side, with their time.
+std::string one_time_text(const Delta& d) {
+  std::string out;
+  for (const auto& [name, side] : {std::pair{"A", &d.a}, {"B", &d.b}}) {
+    const OneTime& t = side->one_time;
+    if (t.calls == 0) continue;
+    out += (out.empty() ? "" : "; ") + std::string(name) + " " + human_ns(t.ns) + " " + kinds_text(t);
+    if (t.calls > 1) out += " (" + std::to_string(t.calls) + " calls)";
+  }
+  return out;
+}
+
+// What the text sections showed, for the footnotes.
+struct Marks {
+  bool one_time = false, no_steady = false;
+};
+
 template <typename Key>
 void print_section(const char* title, const std::vector<std::pair<Key, Delta>>& rows, bool common,
-                   size_t limit, const SiteLabels& labels = {}) {
+                   size_t limit, bool total, Marks& marks, const SiteLabels& labels = {}) {
   if (rows.empty()) {
     std::printf("\n%s: none\n", title);
     return;
   }
-  std::printf("\n%s: %zu%s\n", title, rows.size(), common ? ", by |time delta|" : "");
-  std::vector<std::string> header =
-      common ? std::vector<std::string>{"calls A", "calls B", "delta", "time A", "time B", "delta", "rel"}
-             : std::vector<std::string>{"calls", "total"};
-  const size_t numeric = header.size();
+  const char* time = total ? "time" : "steady";
+  std::printf("\n%s: %zu%s\n", title, rows.size(),
+              common ? (total ? ", by |time delta|" : ", by |steady-state time delta|") : "");
+  std::vector<std::string> header = common ? std::vector<std::string>{"calls A",
+                                                                      "calls B",
+                                                                      "delta",
+                                                                      std::string(time) + " A",
+                                                                      std::string(time) + " B",
+                                                                      "delta",
+                                                                      "rel",
+                                                                      "one-time work"}
+                                           : std::vector<std::string>{"calls", time, "one-time work"};
+  const size_t numeric = header.size() - 1;
   for (auto& h : text_key_header(Key{})) header.push_back(h);
   std::vector<bool> left(header.size(), true);
   std::fill(left.begin(), left.begin() + numeric, false);
   TextTable t(header, left);
   for (size_t i = 0; i < rows.size() && i < limit; ++i) {
     const auto& [k, d] = rows[i];
+    const std::optional<uint64_t> a = total ? d.a.ns : d.a.steady(), b = total ? d.b.ns : d.b.steady();
+    const auto text = [](const std::optional<uint64_t>& ns) { return ns ? human_ns(*ns) : std::string("-"); };
     std::vector<std::string> cells;
     if (common)
-      cells = {std::to_string(d.calls_a),
-               std::to_string(d.calls_b),
+      cells = {std::to_string(d.a.calls),
+               std::to_string(d.b.calls),
                signed_count(d.calls_delta()),
-               human_ns(d.ns_a),
-               human_ns(d.ns_b),
-               signed_ns(d.ns_delta()),
-               rel_text(d.ns_delta(), d.ns_a)};
-    else if (d.calls_a > 0)
-      cells = {std::to_string(d.calls_a), human_ns(d.ns_a)};
+               text(a),
+               text(b),
+               a && b ? signed_ns(minus(*b, *a)) : "-",
+               a && b ? rel_text(minus(*b, *a), *a) : "-"};
+    else if (d.a.calls > 0)
+      cells = {std::to_string(d.a.calls), text(a)};
     else
-      cells = {std::to_string(d.calls_b), human_ns(d.ns_b)};
+      cells = {std::to_string(d.b.calls), text(b)};
+    cells.push_back(one_time_text(d));
+    marks.one_time |= !cells.back().empty();
+    marks.no_steady |= !a || !b;
     for (auto& c : text_key(k, labels)) cells.push_back(c);
-    t.add(cells);
+    t.add(cells, text_below(k, labels));
   }
   t.print(stdout);
   if (rows.size() > limit) std::printf("  (%zu more; --top N shows more)\n", rows.size() - limit);
+}
+
+void print_footnotes(const Marks& marks, bool total) {
+  if (!marks.one_time) return;
+  std::printf(
+      "\none-time work: calls that also compiled or loaded a kernel, started a backend or measured auto's\n"
+      "candidates, and their time. %s\n",
+      total ? "The times above include it (--rank total)."
+            : "Steady-state times count those calls at the others' mean\n(--rank total: as they were).");
+  if (marks.no_steady && !total)
+    std::printf("-: every call did such work: no steady-state time, ranked last.\n");
 }
 
 template <typename Key>
@@ -262,41 +390,55 @@ void csv_rows(const char* kind, const Sections<Key>& s, size_t limit, std::vecto
 
 int cmd_diff(const DiffOptions& o) {
   std::string error;
-  const auto a = load_survey(o.a, error);
+  auto a = load_survey(o.a, error);
   if (!a) return fail(2, error);
-  const auto b = load_survey(o.b, error);
+  auto b = load_survey(o.b, error);
   if (!b) return fail(2, error);
   print_warnings(*a);
   print_warnings(*b);
+  if (!o.setup) {
+    const uint64_t in_a = drop_setup(*a), in_b = drop_setup(*b);
+    if (in_a + in_b > 0)
+      std::fprintf(stderr, "sol: note: set-up calls are not shown (A: %llu, B: %llu; --setup shows them)\n",
+                   static_cast<unsigned long long>(in_a), static_cast<unsigned long long>(in_b));
+  }
 
-  const Sections<OpRow> ops = compare(ops_of(*a, o.across_apis), ops_of(*b, o.across_apis));
-  const Sections<SiteKey> sites = compare(sites_of(*a, o.across_apis), sites_of(*b, o.across_apis));
-  const Delta totals{a->calls(), b->calls(), a->traced_ns(), b->traced_ns()};
+  const Sections<OpRow> ops = compare(ops_of(*a, o.across_apis), ops_of(*b, o.across_apis), o.rank_total);
+  const Sections<SiteRow> sites =
+      compare(sites_of(*a, o.across_apis), sites_of(*b, o.across_apis), o.rank_total);
+  const Delta totals{{a->calls(), a->traced_ns(), {}}, {b->calls(), b->traced_ns(), {}}};
   const size_t limit = o.limit();
 
   if (o.format == Format::text) {
     std::printf("sol diff:\n  A: %s: %s\n  B: %s: %s\n", a->path.c_str(), survey_line(*a).c_str(),
                 b->path.c_str(), survey_line(*b).c_str());
     std::printf("  calls %llu -> %llu (%s, %s), traced %s -> %s (%s, %s)\n",
-                static_cast<unsigned long long>(totals.calls_a),
-                static_cast<unsigned long long>(totals.calls_b), signed_count(totals.calls_delta()).c_str(),
-                rel_text(totals.calls_delta(), totals.calls_a).c_str(), human_ns(totals.ns_a).c_str(),
-                human_ns(totals.ns_b).c_str(), signed_ns(totals.ns_delta()).c_str(),
-                rel_text(totals.ns_delta(), totals.ns_a).c_str());
-    print_section("Op signatures only in A", ops.only_a, false, limit);
-    print_section("Op signatures only in B", ops.only_b, false, limit);
+                static_cast<unsigned long long>(totals.a.calls),
+                static_cast<unsigned long long>(totals.b.calls), signed_count(totals.calls_delta()).c_str(),
+                rel_text(totals.calls_delta(), totals.a.calls).c_str(), human_ns(totals.a.ns).c_str(),
+                human_ns(totals.b.ns).c_str(), signed_ns(totals.ns_delta()).c_str(),
+                rel_text(totals.ns_delta(), totals.a.ns).c_str());
+    Marks marks;
+    print_section("Op signatures only in A", ops.only_a, false, limit, o.rank_total, marks);
+    print_section("Op signatures only in B", ops.only_b, false, limit, o.rank_total, marks);
     std::vector<SiteKey> keys;
     for (const auto* section : {&sites.only_a, &sites.only_b, &sites.common})
-      for (const auto& [k, d] : *section) keys.push_back(k);
+      for (const auto& [k, d] : *section) keys.push_back(k.key);
     const SiteLabels labels = site_labels(keys);
-    print_section("Call sites only in A", sites.only_a, false, limit, labels);
-    print_section("Call sites only in B", sites.only_b, false, limit, labels);
-    print_section("Op signatures in both", ops.common, true, limit);
-    print_section("Call sites in both", sites.common, true, limit, labels);
+    print_section("Call sites only in A", sites.only_a, false, limit, o.rank_total, marks, labels);
+    print_section("Call sites only in B", sites.only_b, false, limit, o.rank_total, marks, labels);
+    print_section("Op signatures in both", ops.common, true, limit, o.rank_total, marks);
+    print_section("Call sites in both", sites.common, true, limit, o.rank_total, marks, labels);
+    print_footnotes(marks, o.rank_total);
   } else if (o.format == Format::json) {
-    const Row doc = {{"format", "sol-diff/2"},           {"across_apis", o.across_apis}, {"a", survey_totals(*a)},
-                     {"b", survey_totals(*b)},           {"totals", delta_row(totals)},
-                     {"ops", json_sections(ops, limit)}, {"sites", json_sections(sites, limit)}};
+    const Row doc = {{"format", "sol-diff/2"},
+                     {"across_apis", o.across_apis},
+                     {"rank", o.rank_total ? "total" : "steady"},
+                     {"a", survey_totals(*a)},
+                     {"b", survey_totals(*b)},
+                     {"totals", delta_row(totals)},
+                     {"ops", json_sections(ops, limit)},
+                     {"sites", json_sections(sites, limit)}};
     std::printf("%s\n", doc.dump(2).c_str());
   } else {
     std::vector<std::string> columns = {"kind", "side"};

@@ -64,6 +64,18 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   return nearest.empty() || nearest == word ? std::string() : " (did you mean '" + nearest + "'?)";
 }
 
+// The example configuration: in the source tree beside this build, else where it is installed.
+std::string example_config() {
+  for (const char* path : {SOL_SOURCE_DIR "/config/sol.example.toml", SOL_INSTALL_DOCDIR "/sol.example.toml"})
+    if (::access(path, R_OK) == 0) return path;
+  return "config/sol.example.toml";
+}
+
+// The one flag of every view of a trace that shows set-up calls (capture/ir/setup.hpp).
+constexpr const char* kSetupHelp =
+    "also show set-up calls (oneDNN's descriptors and memory objects, cuBLAS and cuDNN handles...), which "
+    "compute nothing";
+
 // Checks of option values. CLI11 reports a failed one as "--option: <message>".
 
 const CLI::Validator kNotEmpty([](std::string& v) { return v.empty() ? "must not be empty" : std::string(); },
@@ -233,7 +245,7 @@ int main(int argc, char** argv) {
               [&] { return cmd_run(run); });
   run_cmd
       ->add_option("--backend", run.backend,
-                   "auto, native, reference, openblas, onednn, opencl or a comma list (SOL_BACKEND)")
+                   sol::config::backend_names_text() + ", or a comma list of them (SOL_BACKEND)")
       ->check(kBackendList)
       ->type_name("B");
   run_cmd->add_flag("--trace", run.trace,
@@ -271,7 +283,7 @@ int main(int argc, char** argv) {
   report_cmd->footer(
       "A trace directory's processes and ranks are merged. To compare two traces: sol diff A B.");
   report_cmd->add_option("PATH", report.path, "a trace directory or a summary file")->required();
-  report_cmd->add_flag("--setup", report.setup, "also show oneDNN's set-up calls (descriptors, memory objects...)");
+  report_cmd->add_flag("--setup", report.setup, kSetupHelp);
   add_table_options(report_cmd, report);
   add_choice(report_cmd, "--by", report.by, {{"op", "op"}, {"site", "site"}, {"api", "api"}},
              "rows per op signature (the default), call site or API");
@@ -293,6 +305,11 @@ int main(int argc, char** argv) {
   diff_cmd->add_option("B", diff.b, "the same, to compare with A")->required();
   diff_cmd->add_flag("--across-apis", diff.across_apis,
                      "match ops by op, dtype and shape alone (sgemm_ with cblas_sgemm), sites by frames alone");
+  diff_cmd->add_flag("--setup", diff.setup, kSetupHelp);
+  add_choice(
+      diff_cmd, "--rank", diff.rank_total, {{"steady", false}, {"total", true}},
+      "rank and show steady-state time, with the calls that did one-time work (a kernel compile, a backend "
+      "start, auto's measuring) apart (the default), or total time");
   add_table_options(diff_cmd, diff);
 
   BackendsOptions backends;
@@ -349,7 +366,8 @@ int main(int argc, char** argv) {
   // Set last, so that the commands do not inherit it.
   app.footer(
       "'sol COMMAND --help' describes a command. Environment variables and the TOML file are described\n"
-      "in the README and in sol.example.toml.");
+      "in the README and in " +
+      example_config() + ", which lists every key.");
 
   try {
     app.parse(argc, argv);

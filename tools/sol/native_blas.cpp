@@ -5,8 +5,10 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "common/cpu.hpp"
+#include "common/human.hpp"
 #include "common/openblas_core.hpp"
 
 namespace sol::tools {
@@ -47,9 +49,15 @@ void print_native_blas(std::FILE* out) {
     else
       std::fprintf(out, "native BLAS: libblas.so.3 -> %s, OpenBLAS in %s\n", file.c_str(),
                    check.library.c_str());
-    std::fprintf(out, "  %s: %s kernels (%s)\n", check.config.c_str(), check.core.c_str(),
-                 cpu::isa_name(check.core_isa));
-    if (check.below_par) std::fprintf(out, "  below par: %s\n", check.fix.c_str());
+    // Long texts wrap at a terminal, as the rest of `sol backends` does.
+    const size_t columns = out == stdout ? terminal_columns(STDOUT_FILENO) : 0;
+    const auto print = [out, columns](const std::string& text) {
+      const std::vector<std::string> lines = wrap(text, columns > 40 ? columns - 4 : columns ? 36 : SIZE_MAX);
+      for (size_t i = 0; i < lines.size(); ++i)
+        std::fprintf(out, "%s%s\n", i ? "    " : "  ", lines[i].c_str());
+    };
+    print(check.config + ": " + check.core + " kernels (" + cpu::isa_name(check.core_isa) + ")");
+    if (check.below_par) print("below par: " + check.fix);
   }
   dlclose(lib);
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
+#include <filesystem>
+#include <set>
 
 namespace sol::tools {
 
@@ -60,18 +62,36 @@ std::string site_label(const SiteKey& key, bool with_locations) {
   return out;
 }
 
+// Where two stacks part: the first frame index at which they differ (the shorter one's length when
+// one continues the other).
+size_t parting(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  return i;
+}
+
 }  // namespace
 
 SiteLabels site_labels(const std::vector<SiteKey>& keys) {
+  // Sites that would read the same get their frames' locations; those that still do, the frames
+  // (whole) where their stacks part from each other's.
+  std::map<std::string, std::vector<const SiteKey*>> by_label;
+  for (const auto& k : keys) by_label[site_label(k, false)].push_back(&k);
+  std::map<std::string, std::vector<const SiteKey*>> same;
+  for (const auto& [label, group] : by_label)
+    for (const SiteKey* k : group) same[group.size() > 1 ? site_label(*k, true) : label].push_back(k);
   SiteLabels labels;
-  std::map<std::string, size_t> uses;
-  for (const auto& k : keys) uses[site_label(k, false)] += 1;
-  std::map<std::string, size_t> seen;
-  for (const auto& k : keys) {
-    std::string label = site_label(k, false);
-    if (uses[label] > 1) label = site_label(k, true);
-    if (++seen[label] > 1) label += " [" + std::to_string(seen[label]) + "]";
-    labels[k] = label;
+  for (const auto& [label, group] : same) {
+    for (const SiteKey* k : group) {
+      std::set<size_t> parts;
+      for (const SiteKey* other : group)
+        if (other != k) parts.insert(parting(k->frames, other->frames));
+      std::string out = label;
+      for (size_t i : parts)
+        out += " [frame " + std::to_string(i) + ": " +
+               (i < k->frames.size() ? k->frames[i] : "none, the stack ends") + "]";
+      labels[*k] = out;
+    }
   }
   return labels;
 }
@@ -96,8 +116,45 @@ void TextTable::print(FILE* out, const std::string& indent) const {
     }
     std::fprintf(out, "%s\n", s.c_str());
   };
+  size_t last_column = indent.size();
+  for (size_t c = 0; c + 1 < width.size(); ++c) last_column += width[c] + 2;
   line(header_);
-  for (const auto& r : rows_) line(r);
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    line(rows_[i]);
+    if (!below_[i].empty())
+      std::fprintf(out, "%s%s\n", std::string(last_column, ' ').c_str(), below_[i].c_str());
+  }
+}
+
+Row site_identity(const SiteKey& k, const SiteStats& s) {
+  const SiteOp* main = nullptr;
+  for (const auto& [op, calls] : s.ops)
+    if (!main || calls > s.ops.at(*main)) main = &op;
+  return {{"symbol", k.symbol},
+          {"op", main ? main->op : ""},
+          {"dtype", main ? main->dtype : ""},
+          {"shape", main ? main->shape : ""},
+          {"signatures", s.ops.size()},
+          {"other_calls", s.other_calls},
+          {"frames", k.frames}};
+}
+
+std::string site_op_text(const Row& identity) {
+  std::string out = identity["op"].get<std::string>();
+  if (out.empty()) return "(op not recorded)";
+  if (const std::string shape = identity["shape"].get<std::string>(); !shape.empty()) out += " " + shape;
+  // Calls of signatures the trace does not name (beyond its first four) make it "or more".
+  const uint64_t others = identity["signatures"].get<uint64_t>() - 1;
+  if (identity["other_calls"].get<uint64_t>() > 0)
+    return out + " (+" + std::to_string(others + 1) + " or more others)";
+  if (others > 0) out += " (+" + std::to_string(others) + (others == 1 ? " other)" : " others)");
+  return out;
+}
+
+void print_written(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  const std::filesystem::path full = std::filesystem::absolute(path, ec);
+  std::fprintf(stderr, "sol: wrote %s: %s\n", ec ? path.c_str() : full.c_str(), what.c_str());
 }
 
 namespace {

@@ -28,23 +28,42 @@ double round3(double x);
 // numerator / denominator, 0 when the denominator is 0.
 double ratio(double numerator, double denominator);
 
-// Call sites for people: the symbol, then its innermost frames, shortened, joined by " < ". Sites
-// that would read the same get their frames' locations, then a number.
+// Call sites for people: the symbol, then its innermost frames, shortened, joined by " < ", and the
+// program's own line that led there. Sites that would read the same get their frames' locations,
+// then the frame (whole, with its index) where their stacks part.
 using SiteLabels = std::map<SiteKey, std::string>;
 SiteLabels site_labels(const std::vector<SiteKey>& keys);
 
-// A text table: columns right-aligned unless named in `left`; the last column is not padded.
+// What identifies a call site in rows: symbol, op, dtype, shape (the op signature of most of its
+// calls; "" when the summary does not say), signatures (how many its calls had, of those the
+// summary names), other_calls (calls of signatures beyond those), frames.
+Row site_identity(const SiteKey& k, const SiteStats& s);
+// "convolution prop=forward_training mb8_ic3oc8... (+1 other)": a site's op and shape, for people.
+std::string site_op_text(const Row& identity);
+// The header of the column of site rows in text tables: the op and shape, with the site below.
+inline constexpr const char* kSiteHeader = "op and shape, and below: site (symbol < innermost frames)";
+
+// A text table: columns right-aligned unless named in `left`; the last column is not padded. A
+// row's `below`, when given, goes on a line of its own under the row's last cell.
 class TextTable {
  public:
   TextTable(std::vector<std::string> header, std::vector<bool> left);
-  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void add(std::vector<std::string> row, std::string below = {}) {
+    rows_.push_back(std::move(row));
+    below_.push_back(std::move(below));
+  }
   void print(FILE* out, const std::string& indent = "  ") const;
 
  private:
   std::vector<std::string> header_;
   std::vector<bool> left_;
   std::vector<std::vector<std::string>> rows_;
+  std::vector<std::string> below_;
 };
+
+// "sol: wrote /abs/path/flame.svg: an SVG flame graph ..." on stderr (stdout may be JSON or CSV):
+// every command that writes a file says which.
+void print_written(const std::string& path, const std::string& what);
 
 // CSV (RFC 4180): a header of `columns`, then one line per row; arrays become their elements
 // joined by ";", null an empty field.

@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "capture/ir/setup.hpp"
+
 namespace sol::tools {
 namespace {
 
@@ -226,7 +228,9 @@ bool add_process(const Process& proc, bool setup, std::vector<Packet>& packets, 
       continue;
     }
     if (ph != "X" && ph != "i") continue;
-    if (!setup && ev.contains("args") && ev["args"].is_object() && ev["args"].value("op", "") == "dnnl_api") continue;
+    if (!setup && ev.contains("args") && ev["args"].is_object() &&
+        capture::is_setup(ev["args"].value("op", "")))
+      continue;
     thread_names.try_emplace(tid, "");
     const uint64_t ts = ns_of(ev.value("ts", json()));
     Message event;

@@ -3,8 +3,9 @@
 //
 // Reads a trace directory (every process and rank in it) or one summary file and prints where
 // the traced time went. Rows are sorted by total time, longest first; --top N keeps the first N
-// (default: 20 in text, all in json and csv). oneDNN's set-up calls (op dnnl_api) are left out of
-// the rows, with a note saying how many, unless --setup; the input totals count them.
+// (default: 20 in text, all in json and csv). Set-up calls (capture/ir/setup.hpp) are left out of
+// the rows, the flame graph and the Perfetto trace, with a note saying how many, unless --setup; the
+// input totals count them.
 //
 // JSON (--format json), one object; keys are stable, new keys may be added:
 //   {"format": "sol-report/1", "by": "op"|"site"|"api",
@@ -22,8 +23,11 @@
 // Rows, by --by:
 //   op:   api, symbol, op, dtype, shape, backend, calls, total_ns, percent, mean_ns, min_ns, max_ns,
 //         flops, bytes, gflops, gbs
-//   site: symbol, frames ([str], innermost first; [] when unknown), calls, total_ns, percent,
-//         mean_ns, processes (how many processes reached the site)
+//   site: symbol, op, dtype, shape (the op signature of most of the site's calls; "" when the
+//         summary does not say), signatures (how many op signatures its calls had, of the first
+//         four the trace names), other_calls (calls of any more), frames ([str], innermost first;
+//         [] when unknown), calls, total_ns, percent, mean_ns, processes (how many processes
+//         reached the site)
 //   api:  api, symbol, signatures (distinct op signatures), calls, total_ns, percent, mean_ns, flops,
 //         bytes, gflops, gbs
 // CSV (--format csv): a header line with exactly these row keys in this order, then one line per
@@ -34,12 +38,11 @@
 //
 // Exit status: 0; 2 for a bad option or an input that cannot be used (missing path, directory
 // without sol-* files, corrupt or non-SOL summary named on the command line, a flame graph or
-// Perfetto trace that cannot be written). In a directory, a bad file is a "sol: warning: " line and is skipped.
+// Perfetto trace that cannot be written). In a directory, a bad file is a "sol: warning: " line and is
+// skipped.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <iterator>
-#include <set>
 
 #include "tools/sol/commands.hpp"
 #include "tools/sol/flamegraph.hpp"
@@ -80,7 +83,7 @@ Row op_row(const OpKey& k, const OpStats& s, uint64_t traced_ns) {
 }
 
 Row site_row(const SiteKey& k, const SiteStats& s, uint64_t traced_ns) {
-  Row r = {{"symbol", k.symbol}, {"frames", k.frames}};
+  Row r = site_identity(k, s);
   add_time(r, s.calls, s.total_ns, traced_ns);
   r["processes"] = s.processes;
   return r;
@@ -149,7 +152,7 @@ View build_view(const Survey& s, const std::string& by) {
         v, [](const auto& e) { return e.second.total_ns; }, [](const auto& e) { return e.second.calls; });
     View view{{},
               {},
-              TextTable({"calls", "total", "%", "mean", "procs", "site (symbol < innermost frames)"},
+              TextTable({"calls", "total", "%", "mean", "procs", kSiteHeader},
                         {false, false, false, false, false, true})};
     std::vector<SiteKey> keys;
     for (const auto& [k, st] : v) {
@@ -188,9 +191,8 @@ View build_view(const Survey& s, const std::string& by) {
 std::vector<std::string> View::text_cells(const Row& r) const {
   std::vector<std::string> c = time_cells(r);
   if (r.contains("frames")) {
-    SiteKey k{r["symbol"].get<std::string>(), r["frames"].get<std::vector<std::string>>()};
     c.push_back(std::to_string(r["processes"].get<uint64_t>()));
-    c.push_back(labels.at(k));
+    c.push_back(site_op_text(r));
     return c;
   }
   c.push_back(rate(r["gflops"].get<double>()));
@@ -215,7 +217,13 @@ void print_text(const Survey& s, View& view, const ReportOptions& o) {
     return;
   }
   std::printf("\n");
-  for (size_t i = 0; i < shown; ++i) view.table.add(view.text_cells(view.rows[i]));
+  for (size_t i = 0; i < shown; ++i) {
+    const Row& r = view.rows[i];
+    const bool site = r.contains("frames");
+    view.table.add(view.text_cells(r), site ? view.labels.at({r["symbol"].get<std::string>(),
+                                                              r["frames"].get<std::vector<std::string>>()})
+                                            : std::string());
+  }
   view.table.print(stdout);
   if (shown < view.rows.size())
     std::printf("  (%zu more rows; --top N shows more)\n", view.rows.size() - shown);
@@ -228,25 +236,6 @@ void print_text(const Survey& s, View& view, const ReportOptions& o) {
   }
 }
 
-// oneDNN's set-up calls (op dnnl_api: descriptors, memory objects, engines) compute nothing and
-// are most of a CNN's calls: left out of the rows unless asked for. Returns how many calls.
-uint64_t hide_setup(Survey& s) {
-  std::set<std::string> setup_symbols;
-  uint64_t hidden = 0;
-  for (auto it = s.ops.begin(); it != s.ops.end();) {
-    if (it->first.op == "dnnl_api") {
-      setup_symbols.insert(it->first.symbol);
-      hidden += it->second.calls;
-      it = s.ops.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  for (auto it = s.sites.begin(); it != s.sites.end();)
-    it = setup_symbols.count(it->first.symbol) ? s.sites.erase(it) : std::next(it);
-  return hidden;
-}
-
 }  // namespace
 
 int cmd_report(const ReportOptions& o) {
@@ -254,8 +243,8 @@ int cmd_report(const ReportOptions& o) {
   auto survey = load_survey(o.path, error);
   if (!survey) return fail(2, error);
   if (!o.setup)
-    if (const uint64_t hidden = hide_setup(*survey))
-      survey->notes.push_back(std::to_string(hidden) + " oneDNN set-up calls are not shown (--setup shows them)");
+    if (const uint64_t hidden = drop_setup(*survey))
+      survey->notes.push_back(std::to_string(hidden) + " set-up calls are not shown (--setup shows them)");
   print_warnings(*survey);
 
   View view = build_view(*survey, o.by);
@@ -279,12 +268,16 @@ int cmd_report(const ReportOptions& o) {
   }
   std::fflush(stdout);
 
-  if (!o.flamegraph.empty() && !write_flamegraph(*survey, o.flamegraph, error)) return fail(2, error);
+  if (!o.flamegraph.empty()) {
+    if (!write_flamegraph(*survey, o.flamegraph, error)) return fail(2, error);
+    print_written(o.flamegraph, "an SVG flame graph of the calls' stacks");
+  }
   if (!o.perfetto.empty()) {
     std::vector<std::string> warnings;
     const bool written = write_perfetto(*survey, o.perfetto, o.setup, warnings, error);
     for (const auto& w : warnings) std::fprintf(stderr, "sol: warning: %s\n", w.c_str());
     if (!written) return fail(2, error);
+    print_written(o.perfetto, "a Perfetto trace (open it in ui.perfetto.dev)");
   }
   return 0;
 }

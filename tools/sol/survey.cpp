@@ -14,6 +14,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "capture/ir/setup.hpp"
+
 namespace sol::tools {
 namespace {
 
@@ -97,13 +99,27 @@ uint64_t get_count_or_zero(const json& obj, const char* key, const std::string& 
 struct ProcessData {
   Process info;
   std::map<OpKey, OpStats> ops;
-  std::map<SiteKey, uint64_t[2]> sites;  // calls, total_ns
+  std::map<SiteKey, SiteStats> sites;
 };
 
-void add_site(ProcessData& p, SiteKey key, uint64_t calls, uint64_t total_ns) {
-  auto& s = p.sites[std::move(key)];
-  s[0] += calls;
-  s[1] += total_ns;
+// "kernel compile, auto's measuring" as kinds.
+std::set<std::string> one_time_kinds(const std::string& text) {
+  std::set<std::string> kinds;
+  for (size_t i = 0; i < text.size();) {
+    const size_t comma = std::min(text.find(", ", i), text.size());
+    if (comma > i) kinds.insert(text.substr(i, comma - i));
+    i = comma + 2;
+  }
+  return kinds;
+}
+
+// The calls of an op or site that did one-time work, as a summary gives them (absent: none).
+OneTime one_time_of(const json& obj, const std::string& where) {
+  OneTime t;
+  t.calls = get_count_or_zero(obj, "one_time_calls", where);
+  t.ns = get_count_or_zero(obj, "one_time_ns", where);
+  if (obj.contains("one_time")) t.kinds = one_time_kinds(get_string(obj, "one_time", where));
+  return t;
 }
 
 OpKey op_key(const json& o, const std::string& where) {
@@ -146,6 +162,25 @@ void parse_process_info(const json& p, Process& info) {
   }
 }
 
+// A summary's site: its calls and time, its calls that did one-time work, and what its calls computed.
+SiteStats parse_site_stats(const json& s, const std::string& where) {
+  SiteStats st;
+  st.calls = get_count(s, "calls", where);
+  st.total_ns = get_count(s, "total_ns", where);
+  st.one_time = one_time_of(s, where);
+  st.other_calls = get_count_or_zero(s, "other_calls", where);
+  if (s.contains("ops")) {
+    const json& ops = s["ops"];
+    if (!ops.is_array()) throw BadInput(where + ": \"ops\" is not an array");
+    for (const json& o : ops) {
+      if (!o.is_object()) throw BadInput(where + ": an op is not an object");
+      st.ops[{get_string(o, "op", where), get_string(o, "dtype", where), get_string(o, "shape", where)}] +=
+          get_count(o, "calls", where);
+    }
+  }
+  return st;
+}
+
 ProcessData parse_summary(const std::string& text, const std::string& tag) {
   json doc;
   try {
@@ -177,6 +212,7 @@ ProcessData parse_summary(const std::string& text, const std::string& tag) {
     s.max_ns = get_count_or_zero(o, "max_ns", where);
     s.flops = get_count_or_zero(o, "flops", where);
     s.bytes = get_count_or_zero(o, "bytes", where);
+    s.one_time = one_time_of(o, where);
     p.ops[op_key(o, where)].add(s);
   }
 
@@ -194,7 +230,7 @@ ProcessData parse_summary(const std::string& text, const std::string& tag) {
         if (!f.is_string()) throw BadInput(where + ": a frame is not a string");
         key.frames.push_back(f.get<std::string>());
       }
-      add_site(p, std::move(key), get_count(s, "calls", where), get_count(s, "total_ns", where));
+      p.sites[std::move(key)].add(parse_site_stats(s, where));
     }
   }
 
@@ -261,9 +297,12 @@ void add_event(ProcessData& p, const json& ev, uint64_t& end_ns) {
                   get_string(args, "shape", where), get_string(args, "backend", where)};
   const uint64_t dur = us_to_ns(member(ev, "dur", where));
   const uint64_t ts = us_to_ns(member(ev, "ts", where));
-  p.ops[key].add(
-      {1, dur, dur, dur, get_count_or_zero(args, "flops", where), get_count_or_zero(args, "bytes", where)});
-  add_site(p, SiteKey{key.symbol, {}}, 1, dur);
+  OneTime one_time;
+  if (args.contains("one_time")) one_time = {1, dur, one_time_kinds(get_string(args, "one_time", where))};
+  p.ops[key].add({1, dur, dur, dur, get_count_or_zero(args, "flops", where),
+                  get_count_or_zero(args, "bytes", where), one_time});
+  SiteStats site{1, dur, 0, one_time, {{SiteOp{key.op, key.dtype, key.shape}, 1}}, 0};
+  p.sites[SiteKey{key.symbol, {}}].add(site);
   p.info.calls += 1;
   p.info.traced_ns += dur;
   end_ns = std::max(end_ns, ts + dur);
@@ -365,8 +404,7 @@ void merge(Survey& s, ProcessData&& p) {
   for (const auto& [k, o] : p.ops) s.ops[k].add(o);
   for (auto& [k, v] : p.sites) {
     SiteStats& m = s.sites[k];
-    m.calls += v[0];
-    m.total_ns += v[1];
+    m.add(v);
     m.processes += 1;
   }
   s.processes.push_back(std::move(p.info));
@@ -378,7 +416,7 @@ void stacks_from_sites(Survey& s, const ProcessData& p) {
     std::vector<std::string> stack;
     for (auto f = k.frames.rbegin(); f != k.frames.rend(); ++f) stack.push_back(frame_name(*f));
     stack.push_back(k.symbol);
-    s.stacks[stack] += v[1];
+    s.stacks[stack] += v.total_ns;
   }
 }
 
@@ -600,6 +638,29 @@ void OpStats::add(const OpStats& o) {
   total_ns += o.total_ns;
   flops += o.flops;
   bytes += o.bytes;
+  one_time.add(o.one_time);
+}
+
+void SiteStats::add(const SiteStats& o) {
+  calls += o.calls;
+  total_ns += o.total_ns;
+  one_time.add(o.one_time);
+  for (const auto& [op, n] : o.ops) ops[op] += n;
+  other_calls += o.other_calls;
+}
+
+void OneTime::add(const OneTime& o) {
+  calls += o.calls;
+  ns += o.ns;
+  kinds.insert(o.kinds.begin(), o.kinds.end());
+}
+
+std::optional<uint64_t> steady_ns(uint64_t calls, uint64_t total_ns, const OneTime& one_time) {
+  if (one_time.calls == 0) return total_ns;
+  if (calls <= one_time.calls || one_time.ns > total_ns) return std::nullopt;
+  const double mean =
+      static_cast<double>(total_ns - one_time.ns) / static_cast<double>(calls - one_time.calls);
+  return static_cast<uint64_t>(std::llround(mean * static_cast<double>(calls)));
 }
 
 uint64_t Survey::calls() const {
@@ -660,6 +721,25 @@ std::optional<Survey> load_survey(const std::string& path, std::string& error) {
     s->notes.push_back(path + " holds " + std::to_string(runs.size()) + " runs; this is the latest, " + latest +
                        " (name a run's directory for another)");
   return s;
+}
+
+uint64_t drop_setup(Survey& s) {
+  std::set<std::string> setup, computing;  // symbols
+  uint64_t dropped = 0;
+  for (auto it = s.ops.begin(); it != s.ops.end();) {
+    if (capture::is_setup(it->first.op)) {
+      setup.insert(it->first.symbol);
+      dropped += it->second.calls;
+      it = s.ops.erase(it);
+    } else {
+      computing.insert(it->first.symbol);
+      ++it;
+    }
+  }
+  for (const auto& sym : computing) setup.erase(sym);
+  std::erase_if(s.sites, [&](const auto& e) { return setup.count(e.first.symbol) > 0; });
+  std::erase_if(s.stacks, [&](const auto& e) { return !e.first.empty() && setup.count(e.first.back()) > 0; });
+  return dropped;
 }
 
 void print_warnings(const Survey& s) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,8 +19,22 @@ struct OpKey {
   auto operator<=>(const OpKey&) const = default;
 };
 
+// The calls that did one-time work (hal/one_time.hpp: a kernel compiled or loaded from the cache,
+// a backend started, auto measuring the candidates), as the trace noted them: how many, their
+// time, the kinds of work.
+struct OneTime {
+  uint64_t calls = 0, ns = 0;
+  std::set<std::string> kinds;
+  void add(const OneTime& o);
+};
+
+// Time in steady state: `calls` calls at the mean of those that did no one-time work; nullopt when
+// every call did some.
+std::optional<uint64_t> steady_ns(uint64_t calls, uint64_t total_ns, const OneTime& one_time);
+
 struct OpStats {
   uint64_t calls = 0, total_ns = 0, min_ns = 0, max_ns = 0, flops = 0, bytes = 0;
+  OneTime one_time;
   void add(const OpStats& o);
 };
 
@@ -32,9 +47,19 @@ struct SiteKey {
   auto operator<=>(const SiteKey&) const = default;
 };
 
+// What a call site's calls computed: an op signature without the symbol (the site's) and backend.
+struct SiteOp {
+  std::string op, dtype, shape;
+  auto operator<=>(const SiteOp&) const = default;
+};
+
 struct SiteStats {
   uint64_t calls = 0, total_ns = 0;
   uint32_t processes = 0;  // how many processes reached this site
+  OneTime one_time;
+  std::map<SiteOp, uint64_t> ops;  // calls by what they computed, where the summary says
+  uint64_t other_calls = 0;        // calls of ops the summary does not name (beyond its first few)
+  void add(const SiteStats& o);
 };
 
 struct Process {
@@ -104,6 +129,11 @@ bool library_python_frame(const PythonFrame& p);
 // Where a frame is: its object's file name and the offset ("libtorch_cpu.so.1.13+0x1a2b3c"), or ""
 // when the frame does not say.
 std::string frame_location(const std::string& frame);
+
+// Leaves out the set-up calls (capture/ir/setup.hpp: bookkeeping that computes nothing): their op
+// signatures, and the call sites and stacks of the symbols that make nothing else. The process
+// totals still count them. Returns how many calls went.
+uint64_t drop_setup(Survey& s);
 
 // Prints each warning as "sol: warning: ..." on stderr.
 void print_warnings(const Survey& s);

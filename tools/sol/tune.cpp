@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "config/config.hpp"
 #include "hal/profile.hpp"
 #include "tools/sol/commands.hpp"
+#include "tools/sol/output.hpp"
 #include "tools/sol/survey.hpp"
 
 namespace sol::tools {
@@ -105,8 +107,11 @@ std::vector<std::string> shapes_from(const Survey& survey, int& skipped) {
   return out;
 }
 
-int show(const config::Config& cfg, Format format) {
+// `measured`: after a measuring run, which wrote the profile: said first.
+int show(const config::Config& cfg, Format format, bool measured = false) {
   const profile::Profile prof(cfg, find_libsol());
+  if (measured && !prof.path().empty())
+    print_written(prof.path(), "this machine's profile, with the measurements");
   const std::string fingerprint = profile::machine_fingerprint(cfg, find_libsol());
   std::vector<profile::Row> rows;
   std::string why;
@@ -145,14 +150,18 @@ int show(const config::Config& cfg, Format format) {
       "Profile %s (%zu shape classes; rates in GFLOP/s, measured at the size shown: each candidate's best\n"
       "in the processes that judged the class)\n",
       prof.path().c_str(), rows.size());
+  // One table per native library, each column as wide as its longest cell.
   std::string native;
+  std::optional<TextTable> table;
   bool kept = false;  // a choice shown with '*'
   for (const auto& r : rows) {
     if (r.native != native) {
+      if (table) table->print(stdout);
       native = r.native;
       std::printf("\nnative library %s\n", native.substr(0, native.find(':')).c_str());
-      std::printf("  %-7s %-40s %-16s %-44s %-9s %-9s %s\n", "routine", "shape class", "measured at", "candidates",
-                  "choice", "processes", "figures");
+      table.emplace(std::vector<std::string>{"routine", "shape class", "measured at", "candidates", "choice",
+                                             "processes", "figures"},
+                    std::vector<bool>{true, true, true, true, true, false, true});
     }
     std::string rates;
     for (const auto& rate : r.rates) {
@@ -164,20 +173,26 @@ int show(const config::Config& cfg, Format format) {
     // was still to end (a race beside home's threads is not taken at its word).
     const bool behind = profile::unconfirmed(r);
     kept = kept || behind;
-    std::printf("  %-7s %-40s %-16s %-44s %-9s %-9d %s\n", routine_of(r.key).c_str(), shape_of(r.key).c_str(),
-                r.size.c_str(), rates.c_str(), (r.choice + (behind ? "*" : "")).c_str(), r.judged,
-                profile::how_name(r.how));
+    table->add({routine_of(r.key), shape_of(r.key), r.size, rates, r.choice + (behind ? "*" : ""),
+                std::to_string(r.judged), profile::how_name(r.how)});
   }
+  if (table) table->print(stdout);
+  // Notes as paragraphs, wrapped, their lines after the first indented.
+  const auto note = [](const std::string& text) {
+    const std::vector<std::string> lines = wrap(text, 98);
+    std::printf("\n");
+    for (size_t i = 0; i < lines.size(); ++i) std::printf("%s%s\n", i ? "  " : "", lines[i].c_str());
+  };
   if (kept)
-    std::printf(
-        "\n* where the program's other calls ran: its race found another faster beside them, and the\n"
-        "  process ended before a trial in use could confirm it (later processes try it there, until\n"
-        "  %d have judged the class)\n",
-        profile::kJudges);
-  std::printf(
-      "\nfigures: calm (a race nothing known disturbed), trial (the calls of a trial in use), tuned (sol tune,\n"
-      "  which programs never replace), provisional (a race while the process started or beside a busy pool:\n"
-      "  measured again once calm)\n");
+    note(
+        "* Kept although another candidate raced faster: a race run beside the program's own threads is not "
+        "taken at its word, and the process ended before that candidate's trial in real calls could confirm "
+        "it. Later processes try it, until " +
+        std::to_string(profile::kJudges) + " have judged the class.");
+  note(
+      "figures: calm (a race nothing known disturbed), trial (the calls of a trial in use), tuned (sol tune, "
+      "which programs never replace), provisional (a race while the process started or beside a busy pool: "
+      "measured again once calm)");
   if (const int others = other_profiles(profile::profile_dir(cfg), prof.path()))
     std::printf("\n%d more profile(s) in %s belong to other machines, library builds or environments.\n", others,
                 profile::profile_dir(cfg).c_str());
@@ -232,7 +247,7 @@ int cmd_tune(const TuneOptions& o) {
     return fail(1, "tune: the measuring run failed" +
                        (WIFSIGNALED(status) ? std::string(" (signal ") + std::to_string(WTERMSIG(status)) + ")"
                                             : " (exit status " + std::to_string(WEXITSTATUS(status)) + ")"));
-  return show(cfg, o.format);
+  return show(cfg, o.format, true);
 }
 
 }  // namespace sol::tools

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <initializer_list>
 #include <numeric>
 #include <vector>
@@ -25,11 +26,10 @@ ir::Layout plain(std::initializer_list<int64_t> dims, std::initializer_list<int>
   l.ndims = static_cast<int>(dims.size());
   int d = 0;
   for (int64_t v : dims) l.dims[d] = l.padded[d] = v, ++d;
-  std::vector<int> ord(order);
-  if (ord.empty()) {
-    ord.resize(l.ndims);
-    std::iota(ord.begin(), ord.end(), 0);
-  }
+  // An array, not a vector: GCC 12 at -O3 took a vector built from `order` for a non-heap pointer.
+  int ord[ir::kMaxDims];
+  std::iota(ord, ord + l.ndims, 0);
+  std::copy(order.begin(), order.end(), ord);
   int64_t stride = 1;
   for (int k = l.ndims - 1; k >= 0; --k) l.strides[ord[k]] = stride, stride *= l.dims[ord[k]];
   return l;

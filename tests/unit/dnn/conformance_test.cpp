@@ -41,7 +41,7 @@ struct Attr {
     char kind;  // 's'um, 'e'ltwise, 'b'inary
     dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
     float a = 0, b = 0, scale = 1;
-    Dims dims;  // binary: the second input's dims
+    Dims dims = {};  // binary: the second input's dims
   };
   std::vector<Po> post_ops;
   bool empty() const { return scale == 1 && post_ops.empty(); }
@@ -835,7 +835,9 @@ TEST(ReferenceDeclines, IntegerConvolution) {
                                                one, zero, zero),
             dnnl_success);
   Described x = describe_pd(pd_of(&cd));
-  if (x.info && x.info->node) EXPECT_EQ(supports(x.desc), Reason::dtype_unsupported);
+  if (x.info && x.info->node) {
+    EXPECT_EQ(supports(x.desc), Reason::dtype_unsupported);
+  }
 }
 
 TEST(ReferenceDeclines, SumPostOpOfAnotherType) {

@@ -506,8 +506,11 @@ TEST_F(ProfileFiles, NoProcessSpoilsAnothersRows) {
   third.record(lib3, d);
   ASSERT_TRUE(read_file(first.path(), machine_fingerprint(cfg_), rows, why, &state)) << why;
   EXPECT_FALSE(state.torn);
-  for (const Row& r : rows)
-    if (r.key == b) EXPECT_EQ(r.how, How::tuned);
+  for (const Row& r : rows) {
+    if (r.key == b) {
+      EXPECT_EQ(r.how, How::tuned);
+    }
+  }
 }
 
 // A provisional row routes the class, and asks for one measurement more in each process, once it

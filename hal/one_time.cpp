@@ -1,0 +1,31 @@
+#include "hal/one_time.hpp"
+
+#include "common/macros.hpp"
+
+namespace sol::hal::one_time {
+namespace {
+constinit SOL_TLS uint8_t t_kinds = 0;
+}  // namespace
+
+void note(Kind kind) noexcept {
+  t_kinds |= kind;
+}
+
+uint8_t take() noexcept {
+  const uint8_t kinds = t_kinds;
+  t_kinds = 0;
+  return kinds;
+}
+
+std::string names(uint8_t kinds) {
+  static constexpr std::pair<Kind, const char*> kNames[] = {{kernel_compile, "kernel compile"},
+                                                            {kernel_load, "kernel load"},
+                                                            {backend_start, "backend start"},
+                                                            {measuring, "auto's measuring"}};
+  std::string out;
+  for (const auto& [kind, name] : kNames)
+    if (kinds & kind) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
+}  // namespace sol::hal::one_time
