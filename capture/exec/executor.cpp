@@ -372,6 +372,19 @@ void wait_until(uint64_t ns) noexcept {
   }
 }
 
+// Of a race that took `race_ns`, the part that was measuring: when the race made the program's own
+// call on `made_call`, that call's time (one run at its measured rate) is the call's, not measuring.
+uint64_t measuring_ns(uint64_t race_ns, double flops, const hal::profile::Row& row,
+                      const char* made_call) noexcept {
+  if (!made_call) return race_ns;
+  for (const auto& r : row.rates)
+    if (r.candidate == made_call && r.gflops > 0) {
+      const auto own = static_cast<uint64_t>(flops / r.gflops);  // GFLOP/s is flop per ns
+      return own < race_ns ? race_ns - own : 0;
+    }
+  return race_ns;
+}
+
 // Whether two races agree: the same choice, and every candidate both timed within 10 %.
 bool agree(const hal::profile::Row& a, const hal::profile::Row& b) noexcept {
   if (a.choice != b.choice) return false;
@@ -633,6 +646,7 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
     // too: beside a busy core, or on its own set-up when it is that backend's library, as the
     // program's dnnl_sgemm is oneDNN's).
     ex.measurements.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t measuring_from = decision_ns();  // waits for set-ups included: the call's own is not
     warm_up::settle();
     if (g_tuning.load(std::memory_order_relaxed)) wait_until(pools_quiet_ns(node));
     const uint64_t race_from = decision_ns();  // native's call is its first sample
@@ -646,21 +660,23 @@ const char* measured_choice(Executor& ex, Node& node, double flops, NativeFn nat
       ran_on = "native";
       ex.note_native();
     }
+    const auto native_ns = static_cast<uint64_t>(native_seconds > 0 ? native_seconds * 1e9 : 0);
     hal::profile::Row row;
     row.key = key;
-    const uint64_t measuring_from = decision_ns();
     const char* made_call = nullptr;
-    hal::one_time::note(hal::one_time::measuring);
     const bool measured =
         measure::run(node, flops, candidates, native_seconds, home.empty() ? nullptr : home.c_str(), row, made_call);
     ex.measurements.fetch_add(1, std::memory_order_relaxed);
     if (made_call) ran_on = made_call;
     if (!measured) {
+      hal::one_time::note_measuring(decision_ns() - measuring_from - native_ns);
       prof.release(native, key);
       return nullptr;
     }
     const bool tuning = g_tuning.load(std::memory_order_relaxed);
     if (tuning) race_until_agreed(node, flops, candidates, home, row);
+    hal::one_time::note_measuring(
+        measuring_ns(decision_ns() - measuring_from - native_ns, flops, row, made_call));
     if (outclassed) ex.note_native();  // the program's calls of other classes come after this one
     if (native >= 0 && native < 16 && !outclassed) ex.natives[native].note(row);
     const std::string disturbed = tuning || assumed_calm()
