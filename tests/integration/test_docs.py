@@ -91,15 +91,35 @@ def anchors(page):
     return found
 
 
+def paragraphs(text):
+    """Runs of consecutive prose lines, as (first line number, lines): a link's text may wrap."""
+    run, first, previous = [], 0, -1
+    for number, line in prose_lines(text):
+        if run and (number != previous + 1 or not line.strip()):
+            yield first, run
+            run = []
+        if line.strip():
+            if not run:
+                first = number
+            run.append(line)
+        previous = number
+    if run:
+        yield first, run
+
+
 def links(page):
     """(line number, target) of every link on a page, outside code."""
-    for number, line in prose_lines(page.read_text()):
-        m = REFERENCE_DEF.match(line)
-        if m:
-            yield number, m.group(1)
-            continue
-        for m in INLINE_LINK.finditer(CODE_SPAN.sub("", line)):
-            yield number, m.group(1).strip("<>")
+    for first, lines in paragraphs(page.read_text()):
+        prose = []
+        for offset, line in enumerate(lines):
+            m = REFERENCE_DEF.match(line)
+            if m:
+                yield first + offset, m.group(1)
+                line = ""
+            prose.append(CODE_SPAN.sub(lambda c: " " * len(c.group(0)), line))
+        text = "\n".join(prose)
+        for m in INLINE_LINK.finditer(text):
+            yield first + text.count("\n", 0, m.start()), m.group(1).strip("<>")
 
 
 def broken(page, target, anchor_cache):
@@ -155,12 +175,13 @@ def test_a_broken_link_or_anchor_is_found(tmp_path, monkeypatch):
     (tmp_path / "docs" / "a.md").write_text("# A page\n\n## Its `second` part: here\n")
     page = tmp_path / "README.md"
     page.write_text("# Front\n\n[good](docs/a.md#its-second-part-here), [gone](docs/b.md),\n"
-                    "[anchor](docs/a.md#third), [self](#front) [self, wrong](#back)\n\n"
-                    "    [in code](nowhere.md)\n\n`[in a span](nowhere.md)`\n")
+                    "[anchor](docs/a.md#third), [self](#front) [self, wrong](#back), [a wrapped\n"
+                    "text](docs/c.md)\n\n    [in code](nowhere.md)\n\n`[in a span](nowhere.md)`\n")
     found = problems([page])
     assert found == ["README.md:3: docs/b.md: no such file or folder",
                      "README.md:4: docs/a.md#third: no heading with the anchor #third",
-                     "README.md:4: #back: no heading with the anchor #back"], found
+                     "README.md:4: #back: no heading with the anchor #back",
+                     "README.md:4: docs/c.md: no such file or folder"], found
 
 
 @pytest.mark.parametrize("heading, expected", [
