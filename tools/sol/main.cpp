@@ -373,7 +373,7 @@ int main(int argc, char** argv) {
   // Set last, so that the commands do not inherit it.
   app.footer(
       "'sol COMMAND --help' describes a command. Environment variables and the TOML file are described\n"
-      "in the README and in " +
+      "in docs/configuration.md and in " +
       example_config() + ", which lists every key.");
 
   try {
