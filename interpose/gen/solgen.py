@@ -737,7 +737,8 @@ def c_decl(params):
 
 
 def slow_body(*, sym, native, ret, call, op, dtype, fill, runner, memo, ret_slot):
-    """The slow path proper: a SlowCall, the node filled from the arguments, the call run."""
+    """The slow path proper: a SlowCall, the node filled from the arguments, the call run. `memo`:
+    the call's memo key, kept after the call when the executor offers it (capture::memo_keep)."""
     out = ["  sol::interpose::SlowCall sol_call(%s, sol::capture::Op::%s, sol::capture::DType::%s);"
            % (sym, op, dtype),
            "  if (!sol_call.capturing()) return %s(%s);" % (native, call),
@@ -756,13 +757,11 @@ def slow_body(*, sym, native, ret, call, op, dtype, fill, runner, memo, ret_slot
 
 
 def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fill, header_checked=False,
-                 early=None, runner="run", small=None, memo=None, body=None):
+                 early=None, runner="run", small=None, body=None):
     """One exported function (plus aliases) forwarding to native symbol `sym` (the index-th symbol).
-    `small`: size_predicate()'s result, for an entry stub that checks sizes itself. `memo`: the
-    call's memo key, kept after the call when the executor offers it (capture::memo_keep).
-    `body`: the name of a shared slow path (emit_slow_body()) that the slow path hands the call to
-    after the early size check, with its symbol, slot and return-address slot; `fill` and `memo`
-    are then that function's."""
+    `small`: size_predicate()'s result, for an entry stub that checks sizes itself. `body`: the name
+    of a shared slow path (emit_blas_slow()) that the slow path hands the call to after the early
+    size check, with its symbol, slot and return-address slot; `fill` is then that function's."""
     decl, call = c_decl(params), c_call(params)
     fn = "%s_fn" % sym
     returns = ret != "void"
@@ -796,7 +795,7 @@ def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fi
         out.append("  return %s(Sym::%s, slot_%s, SOL_RET_SLOT(), %s);" % (body, sym, sym, call))
     else:
         out += slow_body(sym="Sym::" + sym, native=native, ret=ret, call=call, op=op, dtype=dtype, fill=fill,
-                         runner=runner, memo=memo, ret_slot="SOL_RET_SLOT()")
+                         runner=runner, memo=None, ret_slot="SOL_RET_SLOT()")
     out.append("}")
     out.append("}  // namespace")
     out.append("#if SOL_ASM_ENTRIES")
