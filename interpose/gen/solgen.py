@@ -10,6 +10,8 @@ writes into DIR:
     blas_<family>_fortran.cpp  Fortran BLAS wrappers of one name family (plain: name_, with the
                      aliases name and NAME and the reference CBLAS shims namesub_)
     blas_<family>_cblas.cpp    CBLAS wrappers of one name family
+    blas_slow_fortran.cpp, blas_slow_cblas.cpp, blas_slow.hpp  the slow path of each routine,
+                     once for all families: a family's wrapper passes its symbol and slot
     blas_cblas_check.cpp       the spec's CBLAS prototypes against cblas.h
     fortran_call.cpp capture::blas::call_fortran(), fortran_routine() and in_family(): a node
                      through a Fortran routine
@@ -176,6 +178,8 @@ def load_blas(path):
     families = [Family(e) for e in spec["family"]]
     if not families or families[0].id != "plain":
         raise SystemExit("blas spec: the first family must be the plain names (id = \"plain\")")
+    if any(f.id == "slow" for f in families):
+        raise SystemExit("blas spec: a family cannot be called slow (blas_slow_*.cpp are the shared slow paths)")
     return routines, families
 
 
@@ -732,11 +736,32 @@ def c_decl(params):
     return ", ".join(p[0] for p in params) or "void"
 
 
+def slow_body(*, sym, native, ret, call, op, dtype, fill, runner, memo, ret_slot):
+    """The slow path proper: a SlowCall, the node filled from the arguments, the call run. `memo`:
+    the call's memo key, kept after the call when the executor offers it (capture::memo_keep)."""
+    out = ["  sol::interpose::SlowCall sol_call(%s, sol::capture::Op::%s, sol::capture::DType::%s);"
+           % (sym, op, dtype),
+           "  if (!sol_call.capturing()) return %s(%s);" % (native, call),
+           "  [[maybe_unused]] auto& sol_node = sol_call.node();",
+           "  sol_node.ret_slot = %s;" % ret_slot]
+    out += ["  " + line for line in fill]
+    if ret != "void":
+        out.append("  sol_call.%s([&]() noexcept { sol_node.ret.set(%s(%s)); });" % (runner, native, call))
+    else:
+        out.append("  sol_call.%s([&]() noexcept { %s(%s); });" % (runner, native, call))
+    if memo:
+        out.append("  sol::capture::memo_keep(%s, %s);" % (sym, memo))
+    if ret != "void":
+        out.append("  return sol_node.ret.get<%s>();" % ret)
+    return out
+
+
 def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fill, header_checked=False,
-                 early=None, runner="run", small=None, memo=None):
+                 early=None, runner="run", small=None, body=None):
     """One exported function (plus aliases) forwarding to native symbol `sym` (the index-th symbol).
-    `small`: size_predicate()'s result, for an entry stub that checks sizes itself. `memo`: the
-    call's memo key, kept after the call when the executor offers it (capture::memo_keep)."""
+    `small`: size_predicate()'s result, for an entry stub that checks sizes itself. `body`: the name
+    of a shared slow path (emit_blas_slow()) that the slow path hands the call to after the early
+    size check, with its symbol, slot and return-address slot; `fill` is then that function's."""
     decl, call = c_decl(params), c_call(params)
     fn = "%s_fn" % sym
     returns = ret != "void"
@@ -765,22 +790,12 @@ def emit_wrapper(out, *, sym, index, export, aliases, ret, params, op, dtype, fi
         # Under auto with an unoptimized native library, small calls go to native: decided from the
         # arguments before any node is built.
         out += [line.replace("NATIVE", native).replace("CALL", call) for line in early]
-    out.append("  sol::interpose::SlowCall sol_call(Sym::%s, sol::capture::Op::%s, sol::capture::DType::%s);"
-               % (sym, op, dtype))
-    out.append("  if (!sol_call.capturing()) return %s(%s);" % (native, call))
-    out.append("  [[maybe_unused]] auto& sol_node = sol_call.node();")
-    # The entry stub jumped here, so this frame's return address is the caller's.
-    out.append("  sol_node.ret_slot = SOL_RET_SLOT();")
-    for line in fill:
-        out.append("  " + line)
-    if returns:
-        out.append("  sol_call.%s([&]() noexcept { sol_node.ret.set(%s(%s)); });" % (runner, native, call))
+    if body:
+        # The stub jumped here: this frame's return address is the caller's.
+        out.append("  return %s(Sym::%s, slot_%s, SOL_RET_SLOT(), %s);" % (body, sym, sym, call))
     else:
-        out.append("  sol_call.%s([&]() noexcept { %s(%s); });" % (runner, native, call))
-    if memo:
-        out.append("  sol::capture::memo_keep(Sym::%s, %s);" % (sym, memo))
-    if returns:
-        out.append("  return sol_node.ret.get<%s>();" % ret)
+        out += slow_body(sym="Sym::" + sym, native=native, ret=ret, call=call, op=op, dtype=dtype, fill=fill,
+                         runner=runner, memo=None, ret_slot="SOL_RET_SLOT()")
     out.append("}")
     out.append("}  // namespace")
     out.append("#if SOL_ASM_ENTRIES")
@@ -824,10 +839,50 @@ def blas_outputs(family):
     return ["blas_%s_fortran.cpp" % family.id, "blas_%s_cblas.cpp" % family.id]
 
 
+SLOW_NS = "sol::interpose::blas_slow::"
+SLOW_FILES = ["blas_slow.hpp", "blas_slow_fortran.cpp", "blas_slow_cblas.cpp"]
+
+
+def emit_blas_slow(routines, out_dir, src):
+    """Each routine's slow path, once for all name families (a family's wrappers differ only in
+    their symbol and slot, and read integers at the symbol's width at run time): the Fortran and
+    the CBLAS ones, each in a file of its own, declared in blas_slow.hpp. A plain function taking
+    the symbol, its slot and the caller's return-address slot compiles once, where a template would
+    compile per family."""
+    head = [GENERATED.format(src=src), "#pragma once", "", "#include <atomic>", "#include <cstddef>",
+            "#include <cstdint>", "", '#include "interpose/frontend.hpp"', "",
+            "namespace sol::interpose::blas_slow {", ""]
+    fort = [GENERATED.format(src=src), '#include "blas_slow.hpp"', "", "namespace sol::interpose::blas_slow {", ""]
+    cb = list(fort)
+    for r in routines:
+        params = fortran_params(r)
+        small = size_predicate(r, r.name, params, fortran=True)
+        ways = [(fort, r.name, r.ret_ctype("int64_t"), params, fortran_fill(r),
+                 memo_key(r, params, fortran=True) if small else None)]
+        if r.cblas:
+            params = cblas_params(r, header=False)
+            small = size_predicate(r, r.name, params, fortran=False)
+            ways.append((cb, cblas_name(r), "void" if r.ret_complex() else cblas_ret(r, header=False), params,
+                         cblas_fill(r) + (["sol_node.result = result;"] if r.ret_complex() else []),
+                         memo_key(r, params, fortran=False) if small else None))
+        for out, name, ret, params, fill, memo in ways:
+            decl = "%s %s(Sym sol_sym, const std::atomic<%s_fn>& sol_slot, uintptr_t sol_ret_slot, %s) noexcept" % (
+                ret, name, name, c_decl(params))
+            head += ["using %s_fn = %s (*)(%s);" % (name, ret, c_decl(params)), decl + ";"]
+            out.append(decl + " {")
+            out += slow_body(sym="sol_sym", native="sol_slot.load(std::memory_order_acquire)", ret=ret,
+                             call=c_call(params), op=r.op, dtype=r.dtype, fill=fill, runner="run", memo=memo,
+                             ret_slot="sol_ret_slot")
+            out += ["}", ""]
+    for name, lines in zip(SLOW_FILES, [head, fort, cb]):
+        with open(os.path.join(out_dir, name), "w") as f:
+            f.write("\n".join(lines + ["}  // namespace sol::interpose::blas_slow", ""]))
+
+
 def emit_blas_family(family, routines, symbols, exports, out_dir, src):
     """The wrappers of one name family: Fortran (with the aliases and the reference CBLAS's shims
     where the family has them) and CBLAS, each in a file of its own."""
-    fort = file_header(src, ['"interpose/frontend.hpp"'])
+    fort = file_header(src, ['"blas_slow.hpp"'])
     for r in routines:
         sym = family.fortran_name(r.name)
         params = fortran_params(r)
@@ -835,9 +890,9 @@ def emit_blas_family(family, routines, symbols, exports, out_dir, src):
         memo = memo_key(r, params, fortran=True) if small else None
         aliases = [r.name, r.name.upper()] if family.aliases else []
         emit_wrapper(fort, sym=sym, index=len(symbols), export=sym, aliases=aliases, ret=r.ret_ctype("int64_t"),
-                     params=params, op=r.op, dtype=r.dtype, fill=fortran_fill(r),
+                     params=params, op=r.op, dtype=r.dtype, fill=None,
                      early=flops_check(r, sym, "NATIVE", "CALL", fortran=True, sized=small is not None, memo=memo),
-                     small=small, memo=memo)
+                     small=small, body=SLOW_NS + r.name)
         symbols.append((sym, "blas", r.op, r.dtype, value_fields(r), family.id))
         exports += [(n, "blas", family.id) for n in [sym] + aliases]
         if r.ret is not None and family.shims:
@@ -854,20 +909,19 @@ def emit_blas_family(family, routines, symbols, exports, out_dir, src):
     with open(os.path.join(out_dir, fortran_file), "w") as f:
         f.write(file_footer(fort))
 
-    cb = file_header(src, ['"interpose/frontend.hpp"'])
+    cb = file_header(src, ['"blas_slow.hpp"'])
     for r in routines:
         if not r.cblas:
             continue
         name = family.c_name(cblas_name(r))
         params = cblas_params(r, header=False)
-        fill = cblas_fill(r) + (["sol_node.result = result;"] if r.ret_complex() else [])
         small = size_predicate(r, name, params, fortran=False)
         memo = memo_key(r, params, fortran=False) if small else None
         emit_wrapper(cb, sym=name, index=len(symbols), export=name, aliases=[],
                      ret="void" if r.ret_complex() else cblas_ret(r, header=False), params=params, op=r.op,
-                     dtype=r.dtype, fill=fill,
+                     dtype=r.dtype, fill=None,
                      early=flops_check(r, name, "NATIVE", "CALL", fortran=False, sized=small is not None, memo=memo),
-                     small=small, memo=memo)
+                     small=small, body=SLOW_NS + cblas_name(r))
         symbols.append((name, "cblas", r.op, r.dtype, (["layout"] if r.level >= 2 else []) + value_fields(r),
                         family.id))
         exports.append((name, "cblas", family.id))
@@ -904,6 +958,7 @@ def generate(blas_path, dnnl_path, cublas_path, out_dir, cudnn_path=None):
     # The plain names first, as they always were; the other families after every other API, so
     # that adding one leaves the symbols before it where they were.
     src = os.path.relpath(blas_path, os.path.dirname(os.path.dirname(os.path.dirname(blas_path))))
+    emit_blas_slow(routines, out_dir, src)
     emit_blas_family(families[0], routines, symbols, exports, out_dir, src)
     emit_fortran_calls(routines, families, os.path.join(out_dir, "fortran_call.cpp"), src)
     emit_cblas_check(routines, os.path.join(out_dir, "blas_cblas_check.cpp"), src)
@@ -1011,7 +1066,7 @@ def outputs(blas_path, cudnn_path):
     """Every file generate() writes, for CMake (--list-outputs)."""
     _, families = load_blas(blas_path)
     files = ["symbols.inc", "families.inc", "exports.map", "exports.txt", "fortran_call.cpp", "blas_cblas_check.cpp",
-             "dnnl.cpp", "cublas.cpp", "cublas_check.cpp"]
+             "dnnl.cpp", "cublas.cpp", "cublas_check.cpp"] + SLOW_FILES
     for fam in families:
         files += blas_outputs(fam)
     if cudnn_path:
