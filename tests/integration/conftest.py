@@ -45,6 +45,9 @@ def clean_env(extra=None, preload=True):
     # measurement by name (test_auto.py, the BLAS programs under auto), the rest keep auto's
     # built-in order.
     env["SOL_TUNE"] = "0"
+    # A fatal signal prints every Python thread's stack: a rare crash leaves its evidence in the
+    # failure message (test_dnn's OpenCL CNN died once of SIGSEGV, with no output, on 2026-11-29).
+    env["PYTHONFAULTHANDLER"] = "1"
     if preload:
         env["LD_PRELOAD"] = LIBSOL
     env.update(extra or {})
