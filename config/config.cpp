@@ -436,4 +436,11 @@ Config load(const Environment& env) {
   return cfg;
 }
 
+std::string cache_dir(const Config& cfg) {
+  if (!cfg.tune_dir.empty()) return cfg.tune_dir;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') return std::string(x) + "/sol";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/sol";
+  return "";
+}
+
 }  // namespace sol::config

@@ -52,7 +52,7 @@ class Router {
 
   // The order in which to try backends for a BLAS `node` doing `flops` of work, its native library
   // being of kind `native`. `measured`: what auto measured fastest for the node's shape class
-  // ("native" or a backend's name; hal/profile.hpp), nullptr when nothing was measured.
+  // ("native" or a backend's name; auto/profile.hpp), nullptr when nothing was measured.
   void plan(const capture::Node& node, double flops, NativeKind native, Plan& out, const char* measured = nullptr);
 
   // Whether auto decides where this node runs: no [[route]] names another target for it and auto

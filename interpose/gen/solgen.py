@@ -249,7 +249,7 @@ def is_float_param(decl):
     return "*" not in decl and re.search(r"\b(float|double)\b", decl) is not None
 
 
-# What a GEMM's shape class (hal/profile.hpp) depends on, all passed in registers: its memo's key.
+# What a GEMM's shape class (auto/profile.hpp) depends on, all passed in registers: its memo's key.
 MEMO_ARGS = ("m", "n", "k", "transa", "transb", "layout")
 
 

@@ -1,4 +1,4 @@
-#include "capture/exec/warm_up.hpp"
+#include "auto/warm_up.hpp"
 
 #include <errno.h>
 #include <time.h>
@@ -11,16 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "auto/measure.hpp"
+#include "auto/profile.hpp"
 #include "capture/blas/blas.hpp"
 #include "capture/blas/call.hpp"
-#include "capture/exec/measure.hpp"
 #include "common/clock.hpp"
 #include "common/log.hpp"
 #include "common/startup.hpp"
-#include "hal/profile.hpp"
 #include "hal/registry.hpp"
 
-namespace sol::capture::warm_up {
+namespace sol::autosel::warm_up {
 
 namespace {
 
@@ -32,7 +32,7 @@ std::atomic<Startup*> g_startup{nullptr};  // set once, by the main thread at st
 // When the warm-up's backends' workers stop spinning on the cores (monotonic ns).
 std::atomic<uint64_t> g_quiet_ns{0};
 constexpr int64_t kCap = 512;
-constexpr hal::profile::Profile::Gemm kSetUp{capture::DType::f32, 'N', 'N', 64, 64, 64};
+constexpr autosel::profile::Profile::Gemm kSetUp{capture::DType::f32, 'N', 'N', 64, 64, 64};
 
 // A settled profile's set-up, left to the first measurement (settle()): the backends that compile
 // kernels, and whether a thread has taken it.
@@ -52,11 +52,12 @@ void spinning_until(const hal::Backend& b, uint64_t ended_ns) noexcept {
 struct Plan {
   hal::Registry* registry;
   bool openblas = false;  // set the openblas backend up first
-  std::vector<std::pair<std::string, std::vector<hal::profile::Profile::Gemm>>> work;  // backend -> classes
+  std::vector<std::pair<std::string, std::vector<autosel::profile::Profile::Gemm>>>
+      work;  // backend -> classes
 };
 
 // One GEMM of the class on zeros; C is written, never read (beta = 0).
-void run_one(hal::Backend& b, const hal::profile::Profile::Gemm& g) noexcept {
+void run_one(hal::Backend& b, const autosel::profile::Profile::Gemm& g) noexcept {
   const int64_t m = std::min(g.m, kCap), n = std::min(g.n, kCap), k = std::min(g.k, kCap);
   const size_t es = dtype_size(g.dtype);
   std::unique_ptr<unsigned char[]> a(new (std::nothrow) unsigned char[static_cast<size_t>(m * k) * es]()),
@@ -71,7 +72,7 @@ void run_one(hal::Backend& b, const hal::profile::Profile::Gemm& g) noexcept {
 
 }  // namespace
 
-void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept {
+void start(hal::Registry& registry, autosel::profile::Profile& profile) noexcept {
   try {
     auto plan = std::make_unique<Plan>();
     plan->registry = &registry;
@@ -98,32 +99,35 @@ void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept {
     // OpenBLAS runs kernels older than the CPU's, a private instance of the library with the right
     // ones, its threads and buffers (0.32 s of a 16-core Xeon's first call), else a look at the
     // program's library or the opening of libopenblas.
-    plan->openblas = registry.built("openblas") &&
-                     (profile.measuring() || !profile.gemms_for("openblas", 1).empty());
+    plan->openblas =
+        registry.built("openblas") && (profile.measuring() || !profile.gemms_for("openblas", 1).empty());
     if (plan->work.empty() && !plan->openblas) return;
     Plan* p = plan.release();  // never freed: the thread may refer to it until exit
-    Startup* s = Startup::begin([p](bool, const std::atomic<bool>& stop) {
-      if (p->openblas) {
-        const uint64_t t0 = monotonic_ns();
-        if (p->registry->get("openblas"))
-          SOL_LOG(debug, "set openblas up ahead in %.1f ms", static_cast<double>(monotonic_ns() - t0) * 1e-6);
-      }
-      for (const auto& [name, classes] : p->work) {
-        hal::Backend* b = p->registry->get(name);
-        if (!b) continue;
-        const uint64_t t0 = monotonic_ns();
-        size_t ran = 0;
-        for (const auto& g : classes) {
-          if (stop.load(std::memory_order_relaxed)) return;
-          run_one(*b, g);
-          ++ran;
-        }
-        const uint64_t t1 = monotonic_ns();
-        spinning_until(*b, t1);
-        SOL_LOG(debug, "warmed %s up for %zu class%s in %.1f ms", name.c_str(), ran, ran == 1 ? "" : "es",
-                static_cast<double>(t1 - t0) * 1e-6);
-      }
-    }, kNotBefore);
+    Startup* s = Startup::begin(
+        [p](bool, const std::atomic<bool>& stop) {
+          if (p->openblas) {
+            const uint64_t t0 = monotonic_ns();
+            if (p->registry->get("openblas"))
+              SOL_LOG(debug, "set openblas up ahead in %.1f ms",
+                      static_cast<double>(monotonic_ns() - t0) * 1e-6);
+          }
+          for (const auto& [name, classes] : p->work) {
+            hal::Backend* b = p->registry->get(name);
+            if (!b) continue;
+            const uint64_t t0 = monotonic_ns();
+            size_t ran = 0;
+            for (const auto& g : classes) {
+              if (stop.load(std::memory_order_relaxed)) return;
+              run_one(*b, g);
+              ++ran;
+            }
+            const uint64_t t1 = monotonic_ns();
+            spinning_until(*b, t1);
+            SOL_LOG(debug, "warmed %s up for %zu class%s in %.1f ms", name.c_str(), ran, ran == 1 ? "" : "es",
+                    static_cast<double>(t1 - t0) * 1e-6);
+          }
+        },
+        kNotBefore);
     g_startup.store(s, std::memory_order_release);
   } catch (...) {  // out of memory: the first calls pay, as without warm-up
   }
@@ -160,4 +164,4 @@ void settle() noexcept {
   }
 }
 
-}  // namespace sol::capture::warm_up
+}  // namespace sol::autosel::warm_up

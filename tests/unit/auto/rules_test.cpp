@@ -1,22 +1,24 @@
-// auto's rules around a race and a trial (capture/exec/rules.hpp), on names and figures: when
+// auto's rules around a race and a trial (auto/rules.hpp), on names and figures: when
 // native is left out of a race, and what a race's outcome is tried against in use, alone and in a
 // mixed program.
-#include "capture/exec/rules.hpp"
+#include "auto/rules.hpp"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 
-namespace sol::capture::rules {
+namespace sol::autosel::rules {
 namespace {
 
-using hal::profile::Row;
+using autosel::profile::Row;
 
 // native, two CPU backends and an accelerator, as the executor would see them.
 Kind kind(const std::string& name) {
-  static const std::map<std::string, Kind> kinds = {
-      {"native", Kind::native}, {"openblas", Kind::cpu}, {"onednn", Kind::cpu}, {"opencl", Kind::accelerator}};
+  static const std::map<std::string, Kind> kinds = {{"native", Kind::native},
+                                                    {"openblas", Kind::cpu},
+                                                    {"onednn", Kind::cpu},
+                                                    {"opencl", Kind::accelerator}};
   const auto it = kinds.find(name);
   return it == kinds.end() ? Kind::none : it->second;
 }
@@ -44,7 +46,8 @@ TEST(Rules, ALibraryThatLostEveryClassIsLeftOutOnceTheProgramsCallsRunElsewhere)
   record.note(race("onednn", "", {{"native", 10}, {"onednn", 20}}));
   EXPECT_TRUE(record.outclassed());
   const double flops = kLeaveNativeOutFlops;
-  EXPECT_EQ(native_left_out(flops, nullptr, "openblas", record.outclassed()), "it lost each earlier class by 1.5x");
+  EXPECT_EQ(native_left_out(flops, nullptr, "openblas", record.outclassed()),
+            "it lost each earlier class by 1.5x");
   // Alone, or where the program's calls stay native, it is measured as ever.
   EXPECT_EQ(native_left_out(flops, nullptr, "", record.outclassed()), "");
   EXPECT_EQ(native_left_out(flops, nullptr, "native", record.outclassed()), "");
@@ -134,7 +137,9 @@ TEST(Rules, AClassJudgedAgainTriesItsFastestOtherCandidateThatCanRunHere) {
   EXPECT_EQ(rival(gone, kind), "native");  // a backend this process lacks is passed over
   Row unusable = race("cuda", "", {{"native", 90}, {"cuda", 300}});
   EXPECT_EQ(rival(unusable, kind), "");  // its choice cannot run here: kept as it stands
-  const auto without_native = [](const std::string& name) { return name == "native" ? Kind::none : kind(name); };
+  const auto without_native = [](const std::string& name) {
+    return name == "native" ? Kind::none : kind(name);
+  };
   EXPECT_EQ(rival(gone, without_native), "");
 }
 
@@ -147,15 +152,15 @@ TEST(Rules, ARaceBeforeTheProgramsPoolsAreQuietIsDisturbed) {
 TEST(Rules, ACandidateFarBelowItsCalmFigureOnANearClassMakesTheRaceDisturbed) {
   Row near = race("onednn", "", {{"native", 80}, {"onednn", 86}});
   near.size = "128x128x128";
-  EXPECT_NE(disturbed(0, 0, race("native", "", {{"native", 70}, {"onednn", 0.1}}), {near}).find(
-                "onednn ran at 0.1 GFLOP/s, 86 on 128x128x128 calmly"),
+  EXPECT_NE(disturbed(0, 0, race("native", "", {{"native", 70}, {"onednn", 0.1}}), {near})
+                .find("onednn ran at 0.1 GFLOP/s, 86 on 128x128x128 calmly"),
             std::string::npos);
   // A quarter of it or more: a size's own speed.
   EXPECT_EQ(disturbed(0, 0, race("native", "", {{"native", 70}, {"onednn", 22}}), {near}), "");
   // Only calm figures count: a provisional near row proves nothing.
-  near.how = hal::profile::How::provisional;
+  near.how = autosel::profile::How::provisional;
   EXPECT_EQ(disturbed(0, 0, race("native", "", {{"native", 70}, {"onednn", 0.1}}), {near}), "");
 }
 
 }  // namespace
-}  // namespace sol::capture::rules
+}  // namespace sol::autosel::rules

@@ -26,7 +26,7 @@ namespace sol::config {
 struct Config;
 }
 
-namespace sol::hal::profile {
+namespace sol::autosel::profile {
 
 // ---------------------------------------------------------------------------- shape classes
 
@@ -81,7 +81,7 @@ struct Rate {
 //   near class): the class routes by it, and is measured again once calm, in this process or the
 //   next, until a calm figure confirms or replaces it;
 // - calm: a race with nothing known to disturb it; trial: the figures of a trial in use
-//   (capture/exec/trial.hpp), which replaced the race's;
+//   (auto/trial.hpp), which replaced the race's;
 // - tuned: measured by `sol tune`, in a process of its own with the other pools quiet. A tuned row
 //   is never replaced by a program's figures, nor judged again.
 enum class How : uint8_t { provisional, calm, trial, tuned };
@@ -105,7 +105,7 @@ struct Row {
   // file's highest plus one, under its lock. 0 for a row not written yet.
   uint64_t seq = 0;
   // In this process only, never in the file: a candidate to try in use before the choice is
-  // final (capture/exec/measure.hpp).
+  // final (auto/measure.hpp).
   std::string trial;
   // In this process only: candidates whose first run was taken for set-up and taken again, at
   // the rate that run showed (SOL_LOG=debug names them).
@@ -116,8 +116,6 @@ struct Row {
 // libsol.so (a rebuilt SOL may compute differently); "" for the one this code is linked into
 // when that is libsol.so itself.
 std::string machine_fingerprint(const config::Config& cfg, const std::string& libsol = "");
-// The profile directory: tune.dir, else $XDG_CACHE_HOME/sol, else ~/.cache/sol.
-std::string profile_dir(const config::Config& cfg);
 
 // A row whose choice trails another candidate's rate by more than 3 %: a class that a race beside
 // home's threads sent elsewhere, kept on home because its process ended before the trial in use
@@ -127,8 +125,8 @@ bool unconfirmed(const Row& row) noexcept;
 
 // What read_file saw of a file besides its rows.
 struct FileState {
-  size_t row_lines = 0;  // rows in the file, those later rows replace included
-  bool torn = false;     // it ended in a part of a line (a crash of the system while appending)
+  size_t row_lines = 0;   // rows in the file, those later rows replace included
+  bool torn = false;      // it ended in a part of a line (a crash of the system while appending)
   uint64_t last_seq = 0;  // the highest Row::seq in it
 };
 
@@ -186,7 +184,7 @@ class Profile {
   void judging(int native, uint64_t key);
   // Where this process's measured classes of `native` went, by weight (each class's measured call
   // m x n x k): the candidate with the most, "" before any. The program's library threads are
-  // mostly that candidate's: a class measured now is judged beside them (capture/exec/measure.hpp).
+  // mostly that candidate's: a class measured now is judged beside them (auto/measure.hpp).
   // When a record moves the home, the classes that went elsewhere are measured again (once).
   // `except_key`: a class left out of the count (the one being judged).
   std::string home(int native, uint64_t except_key = 0);
@@ -195,7 +193,7 @@ class Profile {
   bool measure_again(int native, uint64_t key);
   // The GEMM classes the profile file sends to `candidate` (of any native library), at most `max`,
   // each with the size of its measured call: what a backend that compiles kernels per problem
-  // (oneDNN) may prepare before the program's first call (capture/exec/warm_up.hpp).
+  // (oneDNN) may prepare before the program's first call (auto/warm_up.hpp).
   struct Gemm {
     capture::DType dtype;
     char transa, transb;
@@ -204,10 +202,10 @@ class Profile {
   std::vector<Gemm> gemms_for(const std::string& candidate, size_t max);
   // The calm, trial or tuned rows of `native` for classes near `key`: the same routine, element
   // type, layout, transposes and other arguments, each dimension within twice the size either way
-  // (two size classes); not the class itself (capture/exec/rules.hpp, disturbed()).
+  // (two size classes); not the class itself (auto/rules.hpp, disturbed()).
   std::vector<Row> near_calm(int native, uint64_t key);
   // Whether the file holds rows and none that a later process judges again: a program that calls
-  // only those classes measures nothing (capture/exec/warm_up.cpp prepares no backend for it).
+  // only those classes measures nothing (auto/warm_up.cpp prepares no backend for it).
   bool settled();
   // lookup() for a call: `node`, of class `key`, goes by its sub-class (sub_class_of; `key` becomes
   // that) where the class was measured, its two fastest within kCloseRates, at a call in other
@@ -274,4 +272,4 @@ class Profile {
   std::string home_locked(int native, uint64_t except_key = 0) const;
 };
 
-}  // namespace sol::hal::profile
+}  // namespace sol::autosel::profile

@@ -1,4 +1,4 @@
-#include "capture/exec/measure.hpp"
+#include "auto/measure.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -16,7 +16,7 @@
 #include "common/macros.hpp"
 #include "common/openblas_core.hpp"
 
-namespace sol::capture::measure {
+namespace sol::autosel::measure {
 
 namespace {
 
@@ -46,7 +46,8 @@ const SlowKnobs& slow_knobs() noexcept {
       const char* end = std::strchr(p, ',');
       const size_t len = end ? static_cast<size_t>(end - p) : std::strlen(p);
       SlowKnob k;
-      std::snprintf(k.backend, sizeof k.backend, "%.*s", static_cast<int>(std::min(len, sizeof k.backend - 1)), p);
+      std::snprintf(k.backend, sizeof k.backend, "%.*s",
+                    static_cast<int>(std::min(len, sizeof k.backend - 1)), p);
       const char* how = "";
       if (char* colon = std::strchr(k.backend, ':')) {
         *colon = 0;
@@ -66,13 +67,13 @@ const SlowKnobs& slow_knobs() noexcept {
   }();
   return knobs;
 }
-thread_local bool t_native_owes = false;  // a "name:after" backend ran last in this thread
+thread_local bool t_native_owes = false;             // a "name:after" backend ran last in this thread
 thread_local const char* t_switched_from = nullptr;  // a "name:switch" backend ran last in use here
-thread_local bool t_measuring = false;    // this thread runs a measurement (its warm-ups, screen and race)
-thread_local bool t_warming = false;      // a candidate's untimed first run in a measurement
-thread_local bool t_race_call = false;    // the program's call, made by a candidate in a race
-thread_local bool t_slowed_once = false;  // "name:once": this race slowed its first run already
-thread_local bool t_probing = false;      // a probe's run (Probe): home's calls around another's
+thread_local bool t_measuring = false;       // this thread runs a measurement (its warm-ups, screen and race)
+thread_local bool t_warming = false;         // a candidate's untimed first run in a measurement
+thread_local bool t_race_call = false;       // the program's call, made by a candidate in a race
+thread_local bool t_slowed_once = false;     // "name:once": this race slowed its first run already
+thread_local bool t_probing = false;         // a probe's run (Probe): home's calls around another's
 std::atomic<uint64_t> g_native_ended_ns{0};  // "name:beside": when native's last call in a trial ended
 
 uint64_t thread_cpu_ns() noexcept {
@@ -184,7 +185,7 @@ class Scratch {
   void eighths() noexcept { eighths_ = true; }
 
  private:
-  const bool mine_;            // the thread's copies (a measurement inside one, if any, has its own)
+  const bool mine_;  // the thread's copies (a measurement inside one, if any, has its own)
   bool eighths_ = false;
   blas::WrittenCopies own_;
   blas::WrittenCopies& copies_;
@@ -335,7 +336,8 @@ class Race {
   // Native left out: the program's call made here by candidate i, timed as its first sample.
   // Seconds, or < 0 when it made none (nullptr, out, or it cannot take the program's operands).
   double make_call(size_t i) {
-    if (native_ < e_.size() || called_ < e_.size() || i >= e_.size() || e_[i].out || !c_[i].call_itself) return -1;
+    if (native_ < e_.size() || called_ < e_.size() || i >= e_.size() || e_[i].out || !c_[i].call_itself)
+      return -1;
     const uint64_t t0 = decision_ns();
     t_race_call = true;
     const hal::Reason r = c_[i].call_itself();
@@ -463,8 +465,9 @@ class Race {
         // The program's call carries costs the runs on warm copies do not (first touches of a new
         // output, first use): a candidate that would lose on it gets a sample on the copies
         // first, unless it is a long call that loses by more than those costs could explain.
-        const bool second_chance = i == called_ && (i != native_ || home_ == native_) && e.samples == 1 && f > 0 &&
-                                   f < e.best / 1.03 && (i != native_ || e.best <= kLong || e.best <= 1.5 * f);
+        const bool second_chance = i == called_ && (i != native_ || home_ == native_) && e.samples == 1 &&
+                                   f > 0 && f < e.best / 1.03 &&
+                                   (i != native_ || e.best <= kLong || e.best <= 1.5 * f);
         // A first sample four times behind is taken for set-up rather than speed (a kernel that
         // oneDNN compiles for this transposition and size regime: 26 ms, then 0.13 ms a call) and
         // taken again, once: a candidate that slow by right costs one more call.
@@ -486,10 +489,9 @@ class Race {
         // It takes it once a rival's second sample overtakes it.
         const bool whole = !long_call && e.best >= kShortTotal;
         const bool leads = e.samples >= 1 && e.best <= f;
-        if (!second_chance &&
-            (long_call ? e.samples >= 2 || (e.samples >= 1 && (!contested(i) || leads))
-             : whole   ? e.samples >= 2 || (e.samples >= 1 && (unrivalled(i) || leads))
-                       : e.samples >= 3 && e.spent >= kShortTotal))
+        if (!second_chance && (long_call ? e.samples >= 2 || (e.samples >= 1 && (!contested(i) || leads))
+                               : whole   ? e.samples >= 2 || (e.samples >= 1 && (unrivalled(i) || leads))
+                                         : e.samples >= 3 && e.spent >= kShortTotal))
           continue;
         if (!sample(i)) continue;
         if (c_[i].predicted_seconds < 0 && (best_cpu < 0 || e.best < best_cpu)) best_cpu = e.best;
@@ -499,7 +501,7 @@ class Race {
     }
   }
   // Fills the row's rates and choice; false when no candidate ran.
-  bool result(double flops, hal::profile::Row& row) const {
+  bool result(double flops, autosel::profile::Row& row) const {
     row.rates.clear();
     row.choice.clear();
     row.set_up.clear();
@@ -521,7 +523,8 @@ class Race {
       }
     }
     const size_t keeps = mixed_ && home_ < e_.size() ? home_ : native_;
-    if (keeps < e_.size() && e_[keeps].best > 0 && chosen > e_[keeps].best / 1.03) row.choice = c_[keeps].name;
+    if (keeps < e_.size() && e_[keeps].best > 0 && chosen > e_[keeps].best / 1.03)
+      row.choice = c_[keeps].name;
     // Alone, every other candidate ran right after native, beside native's threads still spinning
     // from its call (OpenBLAS's spin for about 0.1 s), and native right after them: on few cores
     // that slows a library with threads of its own several times, by how much varies from run to
@@ -587,8 +590,8 @@ class Race {
     double spent = 0;  // seconds timed
     int samples = 0;
     bool out = false;
-    double part = -1;     // screened: seconds per call at the rate it ran its part (a quarter or an eighth)
-    double set_up = -1;   // seconds: its first sample, dropped as set-up and taken again
+    double part = -1;      // screened: seconds per call at the rate it ran its part (a quarter or an eighth)
+    double set_up = -1;    // seconds: its first sample, dropped as set-up and taken again
     bool by_call = false;  // best is the program's call's time, no run on the copies beat it
     std::vector<Paired> paired;
   };
@@ -638,7 +641,8 @@ class Race {
   // call's second sample worth its cost.
   bool contested(size_t i) const {
     for (size_t j = 0; j < e_.size(); ++j)
-      if (j != i && !e_[j].out && e_[j].best > 0 && e_[j].best < 1.2 * e_[i].best && e_[i].best < 1.2 * e_[j].best)
+      if (j != i && !e_[j].out && e_[j].best > 0 && e_[j].best < 1.2 * e_[i].best &&
+          e_[i].best < 1.2 * e_[j].best)
         return true;
     return false;
   }
@@ -661,7 +665,8 @@ class Race {
   // One batch of candidate i; false when it declined the node.
   bool sample(size_t i) {
     Entry& e = e_[i];
-    const bool paired = mixed_ && home_ < e_.size() && i != home_ && e_[home_].best > 0 && e_[home_].best <= kLong;
+    const bool paired =
+        mixed_ && home_ < e_.size() && i != home_ && e_[home_].best > 0 && e_[home_].best <= kLong;
     const bool probed = paired && probe_ != nullptr;
     double own = 0, follower = 0, fastest = -1;
     int calls = 0;
@@ -719,7 +724,7 @@ void warmed(const char* candidate, Op op, DType dtype) noexcept {
 }
 
 bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds,
-         const char* home, hal::profile::Row& row, const char*& made_call) noexcept {
+         const char* home, autosel::profile::Row& row, const char*& made_call) noexcept {
   made_call = nullptr;
   const bool mixed = home != nullptr;
   Scratch scratch;
@@ -775,4 +780,4 @@ bool run(const Node& node, double flops, std::vector<Candidate>& candidates, dou
   }
 }
 
-}  // namespace sol::capture::measure
+}  // namespace sol::autosel::measure

@@ -11,12 +11,12 @@
 
 namespace sol::hal {
 class Registry;
-namespace profile {
+}
+namespace sol::autosel::profile {
 class Profile;
 }
-}  // namespace sol::hal
 
-namespace sol::capture::warm_up {
+namespace sol::autosel::warm_up {
 
 // First the openblas backend's set-up, when auto may measure or the profile sends classes there
 // (a private instance of the program's OpenBLAS with this CPU's kernels, where it runs older
@@ -26,7 +26,7 @@ namespace sol::capture::warm_up {
 // own set-up, which measuring its first call would otherwise time. Where the profile is settled
 // (Profile::settled()), that set-up is left to the first measurement, if any (settle()). Only from
 // the main thread, at start-up; the registry and profile must outlive the process.
-void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept;
+void start(hal::Registry& registry, autosel::profile::Profile& profile) noexcept;
 
 // Before a measurement: waits for the warm-up to end (runs it here when its thread has not begun),
 // up to a second, runs the set-up a settled profile left to it (once per process), and then waits
@@ -34,4 +34,4 @@ void start(hal::Registry& registry, hal::profile::Profile& profile) noexcept;
 // time a backend on its set-up, and the others beside busy cores.
 void settle() noexcept;
 
-}  // namespace sol::capture::warm_up
+}  // namespace sol::autosel::warm_up

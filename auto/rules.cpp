@@ -1,11 +1,11 @@
-#include "capture/exec/rules.hpp"
+#include "auto/rules.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
-namespace sol::capture::rules {
+namespace sol::autosel::rules {
 
-void NativeRecord::note(const hal::profile::Row& row) noexcept {
+void NativeRecord::note(const autosel::profile::Row& row) noexcept {
   double native = 0, best = 0;
   for (const auto& r : row.rates) {
     if (r.candidate == "native") native = r.gflops;
@@ -24,10 +24,11 @@ std::string native_left_out(double flops, const char* outclassing, const std::st
 namespace {
 
 // A mixed program's class that the race sent away from home: tried against home (see after_race).
-bool leaves_home(hal::profile::Row& row, bool native_in, const std::string& home, const KindOf& kind) {
+bool leaves_home(autosel::profile::Row& row, bool native_in, const std::string& home, const KindOf& kind) {
   if (home.empty() || !row.trial.empty() || row.choice == home || kind(row.choice) != Kind::cpu) return false;
   if (home == "native" ? !native_in : kind(home) != Kind::cpu) return false;
-  const bool raced = std::any_of(row.rates.begin(), row.rates.end(), [&](const auto& r) { return r.candidate == home; });
+  const bool raced =
+      std::any_of(row.rates.begin(), row.rates.end(), [&](const auto& r) { return r.candidate == home; });
   if (!raced) return false;
   row.trial = row.choice;
   row.choice = home;
@@ -36,8 +37,10 @@ bool leaves_home(hal::profile::Row& row, bool native_in, const std::string& home
 
 }  // namespace
 
-NextTrial after_race(hal::profile::Row& row, bool native_in, const std::string& home, const KindOf& kind) {
-  const bool against_native = native_in && (row.trial.empty() || row.choice == "native" || row.trial == row.choice);
+NextTrial after_race(autosel::profile::Row& row, bool native_in, const std::string& home,
+                     const KindOf& kind) {
+  const bool against_native =
+      native_in && (row.trial.empty() || row.choice == "native" || row.trial == row.choice);
   NextTrial next;
   next.incumbent = against_native ? "native" : row.choice;
   if (leaves_home(row, native_in, home, kind)) {
@@ -54,7 +57,7 @@ NextTrial after_race(hal::profile::Row& row, bool native_in, const std::string& 
   return next;
 }
 
-std::string rival(const hal::profile::Row& row, const KindOf& kind) {
+std::string rival(const autosel::profile::Row& row, const KindOf& kind) {
   const auto usable = [&](const std::string& name) {
     const Kind k = kind(name);
     return k == Kind::native || k == Kind::cpu;
@@ -70,8 +73,8 @@ std::string rival(const hal::profile::Row& row, const KindOf& kind) {
   return other;
 }
 
-std::string disturbed(uint64_t started_ns, uint64_t pools_quiet_ns, const hal::profile::Row& row,
-                      const std::vector<hal::profile::Row>& near) {
+std::string disturbed(uint64_t started_ns, uint64_t pools_quiet_ns, const autosel::profile::Row& row,
+                      const std::vector<autosel::profile::Row>& near) {
   if (started_ns < pools_quiet_ns) {
     char why[96];
     std::snprintf(why, sizeof why, "the process is starting (its library's threads spin for %.0f ms more)",
@@ -80,16 +83,16 @@ std::string disturbed(uint64_t started_ns, uint64_t pools_quiet_ns, const hal::p
   }
   for (const auto& r : row.rates)
     for (const auto& n : near) {
-      if (n.how == hal::profile::How::provisional) continue;
+      if (n.how == autosel::profile::How::provisional) continue;
       for (const auto& calm : n.rates)
         if (calm.candidate == r.candidate && r.gflops * kFarBelowCalm < calm.gflops) {
           char why[160];
-          std::snprintf(why, sizeof why, "%s ran at %.3g GFLOP/s, %.3g on %s calmly", r.candidate.c_str(), r.gflops,
-                        calm.gflops, n.size.c_str());
+          std::snprintf(why, sizeof why, "%s ran at %.3g GFLOP/s, %.3g on %s calmly", r.candidate.c_str(),
+                        r.gflops, calm.gflops, n.size.c_str());
           return why;
         }
     }
   return "";
 }
 
-}  // namespace sol::capture::rules
+}  // namespace sol::autosel::rules

@@ -1,8 +1,8 @@
-#include "capture/exec/trial.hpp"
+#include "auto/trial.hpp"
 
 #include <algorithm>
 
-namespace sol::capture {
+namespace sol::autosel {
 
 Trial::Trial(uint64_t now_ns, double flops, uint64_t candidate_spins_ns, uint64_t incumbent_spins_ns) noexcept
     : flops_(flops),
@@ -30,7 +30,8 @@ void Trial::take_step(const Call& c) noexcept {
 // (three calls in all); 2x behind, two settled calls do (a shared machine's spell slows a library
 // to two thirds of its speed, not half); 10 % behind, three settled calls do.
 bool Trial::candidate_lost() const noexcept {
-  return (settled_calls_ > 0 && calls_ >= 3 && (settled_calls_ >= 3 ? 1.1 : 1.5) * best_gflops_ < incumbent_gflops_) ||
+  return (settled_calls_ > 0 && calls_ >= 3 &&
+          (settled_calls_ >= 3 ? 1.1 : 1.5) * best_gflops_ < incumbent_gflops_) ||
          (settled_calls_ >= 2 && 2 * best_gflops_ < incumbent_gflops_);
 }
 
@@ -76,8 +77,9 @@ double Trial::median_ms(const uint64_t* steps, int n) noexcept {
 }
 
 Trial::Verdict Trial::verdict() const noexcept {
-  Verdict v{wins_, best_gflops_, incumbent_gflops_, best_gflops_, calls_, incumbent_calls_, phase_ == 2 ? 2 : 1,
-            -1, -1};
+  Verdict v{wins_,  best_gflops_,     incumbent_gflops_,   best_gflops_,
+            calls_, incumbent_calls_, phase_ == 2 ? 2 : 1, -1,
+            -1};
   if (step_count_[0] > 0 && step_count_[1] > 0) {
     v.home_ms = median_ms(steps_[0], std::min(step_count_[0], kSteps));
     v.away_ms = median_ms(steps_[1], std::min(step_count_[1], kSteps));
@@ -91,4 +93,4 @@ Trial::Verdict Trial::verdict() const noexcept {
   return v;
 }
 
-}  // namespace sol::capture
+}  // namespace sol::autosel

@@ -1,4 +1,4 @@
-#include "hal/profile.hpp"
+#include "auto/profile.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,7 +20,7 @@
 #include "common/native.hpp"
 #include "config/config.hpp"
 
-namespace sol::hal::profile {
+namespace sol::autosel::profile {
 
 namespace {
 
@@ -188,8 +188,7 @@ int split_of(const Row& row) noexcept {
   // below par), from the openblas backend that runs that library with this CPU's kernels
   // (oneDNN's SGEMM NN under Prescott kernels: 73 GFLOP/s at 512, 52 at 640, the instance 62 and
   // 66: the sweep's 640 cell routed by 512's row ran at 0.79 of the fastest).
-  const bool left_native =
-      row.choice != "native" && (native > 0 || row.choice != "openblas");
+  const bool left_native = row.choice != "native" && (native > 0 || row.choice != "openblas");
   if ((!close && !left_native) || !measured_dims(row, dims)) return -1;
   return halves(dims[0], dims[1], dims[2]);
 }
@@ -242,8 +241,10 @@ Row merged(const Row& before, Row now) {
   for (const Rate& b : before.rates) {
     auto it = std::find_if(now.rates.begin(), now.rates.end(),
                            [&](const Rate& r) { return r.candidate == b.candidate; });
-    if (it == now.rates.end()) now.rates.push_back(b);
-    else it->gflops = std::max(it->gflops, b.gflops);
+    if (it == now.rates.end())
+      now.rates.push_back(b);
+    else
+      it->gflops = std::max(it->gflops, b.gflops);
   }
   double best = 0, chosen = 0;
   std::string choice;
@@ -311,15 +312,17 @@ std::string class_text(uint64_t key) {
 std::string machine_fingerprint(const config::Config& cfg, const std::string& libsol) {
   const cpu::Info& c = cpu::info();
   std::string f = "sol=" SOL_VERSION "\n";
-  f += "libsol=" + (libsol.empty() ? library_identity(reinterpret_cast<const void*>(&class_of)) : file_identity(libsol)) +
+  f += "libsol=" +
+       (libsol.empty() ? library_identity(reinterpret_cast<const void*>(&class_of)) : file_identity(libsol)) +
        "\n";
   f += "cpu=" + c.model + "\n";
   f += std::string("isa=") + cpu::isa_name(c.isa) + "\n";
   f += "cpus=" + std::to_string(c.cpus) + "\n";
   // What changes the kernels or the threads of the libraries measured.
-  for (const char* var : {"OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS",
-                          "MKL_NUM_THREADS", "MKL_ENABLE_INSTRUCTIONS", "BLIS_NUM_THREADS", "ONEDNN_MAX_CPU_ISA",
-                          "DNNL_MAX_CPU_ISA", "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "SOL_TEST_SLOW"})
+  for (const char* var :
+       {"OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+        "MKL_ENABLE_INSTRUCTIONS", "BLIS_NUM_THREADS", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA",
+        "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "SOL_TEST_SLOW"})
     if (const char* v = std::getenv(var)) f += std::string("env.") + var + "=" + v + "\n";
   f += "openblas.library=" + resolve_library(cfg.openblas_library) + "\n";
   f += "openblas.threads=" + std::to_string(cfg.openblas_threads) + "\n";
@@ -327,13 +330,6 @@ std::string machine_fingerprint(const config::Config& cfg, const std::string& li
   f += "onednn.gemm=" + cfg.onednn_gemm + "\n";
   f += "opencl=" + cfg.opencl_platform + "/" + cfg.opencl_device + "\n";
   return f;
-}
-
-std::string profile_dir(const config::Config& cfg) {
-  if (!cfg.tune_dir.empty()) return cfg.tune_dir;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') return std::string(x) + "/sol";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/sol";
-  return "";
 }
 
 // The file: "sol-profile 3", "fingerprint" lines, then one "row" line per measured class:
@@ -380,8 +376,8 @@ bool read_file(const std::string& path, const std::string& fingerprint, std::vec
       r.native = f[1];
       char* end = nullptr;
       r.key = std::strtoull(f[2].c_str(), &end, 16);
-      ok = *end == '\0' && field(r.key, 0, 8) < capture::kNumOps && field(r.key, 8, 4) < capture::kNumDTypes &&
-           (r.key >> 45) == 0 && class_text(r.key) == f[3];
+      ok = *end == '\0' && field(r.key, 0, 8) < capture::kNumOps &&
+           field(r.key, 8, 4) < capture::kNumDTypes && (r.key >> 45) == 0 && class_text(r.key) == f[3];
       r.size = f[4];
       r.choice = f[5];
       const long judged = std::strtol(f[6].c_str(), &end, 10);
@@ -412,8 +408,10 @@ bool read_file(const std::string& path, const std::string& fingerprint, std::vec
     last_seq = std::max(last_seq, r.seq);
     // A class measured again has a later row: it replaces the earlier one, unless less trusted.
     const auto [it, added] = at.emplace(std::make_pair(r.native, r.key), out.size());
-    if (added) out.push_back(std::move(r));
-    else if (supersedes(r, out[it->second])) out[it->second] = std::move(r);
+    if (added)
+      out.push_back(std::move(r));
+    else if (supersedes(r, out[it->second]))
+      out[it->second] = std::move(r);
   }
   if (fp != fingerprint) {
     why = "written for another machine, library build or SOL version";
@@ -427,7 +425,7 @@ bool read_file(const std::string& path, const std::string& fingerprint, std::vec
 // ---------------------------------------------------------------------------- Profile
 
 Profile::Profile(const config::Config& cfg, const std::string& libsol) : measure_(cfg.tune) {
-  dir_ = profile_dir(cfg);
+  dir_ = config::cache_dir(cfg);
   fingerprint_ = machine_fingerprint(cfg, libsol);
   if (!dir_.empty()) {
     char name[64];
@@ -586,7 +584,8 @@ void Profile::record(int native, Row row) {
   const int v = candidate_index(row.choice);
   if (s) {
     s->split.store(split_of(row), std::memory_order_relaxed);
-    s->again.store(row.how == How::provisional && !calm_tried_.count({native, row.key}), std::memory_order_relaxed);
+    s->again.store(row.how == How::provisional && !calm_tried_.count({native, row.key}),
+                   std::memory_order_relaxed);
     s->value.store(v, std::memory_order_release);
   }
   load_locked();
@@ -631,7 +630,8 @@ std::vector<Profile::Gemm> Profile::gemms_for(const std::string& candidate, size
   load_locked();
   for (const auto& [id, row] : rows_) {
     if (out.size() >= max) break;
-    if (row.choice != candidate || static_cast<capture::Op>(field(row.key, 0, 8)) != capture::Op::gemm) continue;
+    if (row.choice != candidate || static_cast<capture::Op>(field(row.key, 0, 8)) != capture::Op::gemm)
+      continue;
     Gemm g{static_cast<capture::DType>(field(row.key, 8, 4)), 'N', 'N', 0, 0, 0};
     if (const uint64_t t = field(row.key, 14, 2)) g.transa = kTrans[t - 1];
     if (const uint64_t t = field(row.key, 16, 2)) g.transb = kTrans[t - 1];
@@ -650,8 +650,8 @@ std::vector<Row> Profile::near_calm(int native, uint64_t key) {
   load_locked();
   constexpr uint64_t kArguments = (uint64_t{1} << 26) - 1;
   for (const auto& [id, row] : rows_) {
-    if (id.first != natives_[native] || row.how == How::provisional || (row.key & kArguments) != (key & kArguments) ||
-        row.key == key)
+    if (id.first != natives_[native] || row.how == How::provisional ||
+        (row.key & kArguments) != (key & kArguments) || row.key == key)
       continue;
     bool near = true;
     for (int i = 0; i < 3 && near; ++i) near = std::abs(dim_class(row.key, i) - dim_class(key, i)) <= 2;
@@ -664,8 +664,8 @@ bool Profile::settled() {
   std::lock_guard<std::mutex> lock(mu_);
   load_locked();
   return !rows_.empty() && std::none_of(rows_.begin(), rows_.end(), [](const auto& r) {
-           return judged_close(r.second) || r.second.how == How::provisional;
-         });
+    return judged_close(r.second) || r.second.how == How::provisional;
+  });
 }
 
 bool Profile::earlier(int native, uint64_t key, Row& out) {
@@ -741,8 +741,8 @@ void Profile::load_locked() {
   std::string why;
   if (!read_file(path_, fingerprint_, rows, why)) {
     if (why != "missing")
-      log::once(log::Level::warn, "profile:" + path_, "profile %s ignored (%s); it will be rebuilt", path_.c_str(),
-                why.c_str());
+      log::once(log::Level::warn, "profile:" + path_, "profile %s ignored (%s); it will be rebuilt",
+                path_.c_str(), why.c_str());
     return;
   }
   for (auto& r : rows) rows_[{r.native, r.key}] = std::move(r);
@@ -790,8 +790,9 @@ bool append_line(const std::string& path, const std::string& line) {
 void Profile::write_locked(const Row& row) {
   if (path_.empty()) return;
   if (const std::string why = fs_safety::make_private_dir(dir_); !why.empty()) {
-    log::once(log::Level::warn, "profile-dir:" + dir_, "profile directory %s not used (%s): measurements are kept for this process only",
-              dir_.c_str(), why.c_str());
+    log::once(log::Level::warn, "profile-dir:" + dir_,
+              "profile directory %s not used (%s): measurements are kept for this process only", dir_.c_str(),
+              why.c_str());
     path_.clear();
     return;
   }
@@ -841,4 +842,4 @@ void Profile::after_fork_child() noexcept {
   new (&mu_) std::mutex;
 }
 
-}  // namespace sol::hal::profile
+}  // namespace sol::autosel::profile

@@ -7,7 +7,7 @@
 // This is the decision alone: the executor feeds it each call of the class (its rate, who made
 // it, when it began) and the time, and it says whose turn it is and, at the end, the verdict. It
 // reads no clock and keeps no lock, so that its rules are tested with exact inputs
-// (tests/unit/measure/trial_test.cpp).
+// (tests/unit/auto/trial_test.cpp).
 //
 // - The incumbent's first turn gives it its figure in use: its race figure may be the program's
 //   call, which paid for first touches, or a run beside the candidate's threads. The turn ends
@@ -30,11 +30,11 @@
 
 #include <cstdint>
 
-namespace sol::capture {
+namespace sol::autosel {
 
 class Trial {
  public:
-  static constexpr uint64_t kTrialNs = 300'000'000;        // the candidate's turn
+  static constexpr uint64_t kTrialNs = 300'000'000;         // the candidate's turn
   static constexpr uint64_t kIncumbentTurnNs = 20'000'000;  // an incumbent's turn, at least
   static constexpr int kSteps = 64;                         // the program's latest steps kept per side
 
@@ -59,8 +59,9 @@ class Trial {
     double incumbent_gflops;  // the best of the incumbent's calls in its turns
     double best_gflops;       // the candidate's best call
     int calls, incumbent_calls;
-    int turns;                // the incumbent's: 1 when the candidate left early, else 2
-    double away_ms, home_ms;  // the program's median step in the candidate's and the incumbent's turns; < 0: none
+    int turns;  // the incumbent's: 1 when the candidate left early, else 2
+    double away_ms,
+        home_ms;  // the program's median step in the candidate's and the incumbent's turns; < 0: none
   };
 
   // Opens a trial at `now_ns`. `flops`: of the class's calls (alike); `candidate_spins_ns` and
@@ -87,15 +88,15 @@ class Trial {
   bool wins_ = false;
   double incumbent_gflops_ = 0, best_gflops_ = 0;
   int incumbent_calls_ = 0, calls_ = 0;
-  int turn_calls_ = 0;            // in this turn
-  int settled_calls_ = 0;         // the candidate's, begun after quiet_from_ns_ or beside busy threads
-  uint64_t incumbent_until_ns_;   // the incumbent's turn may end from then on
-  uint64_t until_ns_ = 0;         // the candidate's turn ends at its first call from then on
-  uint64_t quiet_from_ns_ = 0;    // the incumbent's workers have stopped spinning
+  int turn_calls_ = 0;              // in this turn
+  int settled_calls_ = 0;           // the candidate's, begun after quiet_from_ns_ or beside busy threads
+  uint64_t incumbent_until_ns_;     // the incumbent's turn may end from then on
+  uint64_t until_ns_ = 0;           // the candidate's turn ends at its first call from then on
+  uint64_t quiet_from_ns_ = 0;      // the incumbent's workers have stopped spinning
   uint64_t steps_[2][kSteps] = {};  // [0]: the incumbent's turns, [1]: the candidate's
   int step_count_[2] = {0, 0};
   uint64_t last_ns_ = 0, last_measurements_ = 0;
   int last_phase_ = -1;
 };
 
-}  // namespace sol::capture
+}  // namespace sol::autosel

@@ -1,13 +1,13 @@
-// auto's trial in use (capture/exec/trial.hpp), driven call by call with exact rates and times:
+// auto's trial in use (auto/trial.hpp), driven call by call with exact rates and times:
 // whose turn it is, when a candidate leaves early, which calls count, and the verdict. No clock is
 // read: each verdict follows from the inputs alone.
-#include "capture/exec/trial.hpp"
+#include "auto/trial.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-namespace sol::capture {
+namespace sol::autosel {
 namespace {
 
 constexpr uint64_t kMs = 1'000'000;
@@ -235,4 +235,4 @@ TEST(Trial, AStepThatSawARaceIsNotOneOfTheProgramsSteps) {
 }
 
 }  // namespace
-}  // namespace sol::capture
+}  // namespace sol::autosel

@@ -1,7 +1,9 @@
-// auto's race of candidates (capture/exec/measure.hpp) with candidates whose speed is known: each
+// auto's race of candidates (auto/measure.hpp) with candidates whose speed is known: each
 // moves the race's clock (a FakeClock) by a set time per element of C, so the decisions, not the
 // machine, are under test, and each verdict is exact. What is checked is how many whole calls a
 // race costs, since each is a call of the program's size, and what it chooses.
+#include "auto/measure.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,10 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "capture/exec/measure.hpp"
 #include "fake_clock.hpp"
 
-namespace sol::capture::measure {
+namespace sol::autosel::measure {
 namespace {
 
 constexpr int64_t kN = 256;
@@ -57,7 +58,7 @@ struct Race {
   test::FakeClock clock;
   Spinner fast, slow;
   Itself fast_itself, slow_itself;
-  hal::profile::Row row;
+  autosel::profile::Row row;
   const char* made_call = nullptr;
   std::string fast_name, slow_name;
   Race(double f, double s, const std::string& tag, double itself_factor = 1, bool mixed = false)
@@ -68,8 +69,8 @@ struct Race {
     fast_name = names[names.size() - 2];
     slow_name = names.back();
     Gemm g;
-    std::vector<Candidate> c = {{names[names.size() - 2].c_str(), blas::FunctionRef<hal::Reason(Node&)>(fast), -1,
-                                 blas::FunctionRef<hal::Reason()>(fast_itself)},
+    std::vector<Candidate> c = {{names[names.size() - 2].c_str(), blas::FunctionRef<hal::Reason(Node&)>(fast),
+                                 -1, blas::FunctionRef<hal::Reason()>(fast_itself)},
                                 {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(slow), -1,
                                  blas::FunctionRef<hal::Reason()>(slow_itself)}};
     EXPECT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, -1, mixed ? fast_name.c_str() : nullptr, row, made_call));
@@ -77,7 +78,8 @@ struct Race {
 };
 
 template <class Check>
-void in_a_race(double fast, double slow, const char* name, Check check, double itself_factor = 1, bool mixed = false) {
+void in_a_race(double fast, double slow, const char* name, Check check, double itself_factor = 1,
+               bool mixed = false) {
   check(Race(fast, slow, name, itself_factor, mixed));
 }
 
@@ -87,7 +89,7 @@ void in_a_race(double fast, double slow, const char* name, Check check, double i
 struct NativeRace {
   test::FakeClock clock;
   Spinner native, other;
-  hal::profile::Row row;
+  autosel::profile::Row row;
   const char* made_call = nullptr;
   std::string other_name;
   NativeRace(double call, double copies, double other_seconds, const std::string& tag)
@@ -112,7 +114,7 @@ void in_a_native_race(double call, double copies, double other, const char* name
 struct RaceOfThree {
   test::FakeClock clock;
   Spinner native, first, second;
-  hal::profile::Row row;
+  autosel::profile::Row row;
   const char* made_call = nullptr;
   std::string first_name, second_name;
   RaceOfThree(double call, double copies, double f, double s, const std::string& tag)
@@ -123,15 +125,17 @@ struct RaceOfThree {
     first_name = names[names.size() - 2];
     second_name = names.back();
     Gemm g;
-    std::vector<Candidate> c = {{"native", blas::FunctionRef<hal::Reason(Node&)>(native)},
-                                {names[names.size() - 2].c_str(), blas::FunctionRef<hal::Reason(Node&)>(first)},
-                                {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(second)}};
+    std::vector<Candidate> c = {
+        {"native", blas::FunctionRef<hal::Reason(Node&)>(native)},
+        {names[names.size() - 2].c_str(), blas::FunctionRef<hal::Reason(Node&)>(first)},
+        {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(second)}};
     EXPECT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, call, nullptr, row, made_call));
   }
 };
 
 template <class Check>
-void in_a_race_of_three(double call, double copies, double first, double second, const char* name, Check check) {
+void in_a_race_of_three(double call, double copies, double first, double second, const char* name,
+                        Check check) {
   check(RaceOfThree(call, copies, first, second, name));
 }
 
@@ -171,7 +175,7 @@ TEST(Measure, ALeaderOvertakenByARivalsSecondSampleGetsItsOwnSecond) {
   Gemm g;
   std::vector<Candidate> c = {{"leader", blas::FunctionRef<hal::Reason(Node&)>(leader)},
                               {"overtaker", blas::FunctionRef<hal::Reason(Node&)>(overtaker)}};
-  hal::profile::Row row;
+  autosel::profile::Row row;
   const char* made_call = nullptr;
   ASSERT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, -1, nullptr, row, made_call));
   EXPECT_EQ(rival.whole_calls, 2);
@@ -301,13 +305,14 @@ std::vector<int64_t> screened_parts(double call, const std::string& name) {
   test::FakeClock clock;
   auto other = [&](Node& nd) {
     parts.push_back(nd.blas.m * nd.blas.n);
-    test::FakeClock::advance(2 * call * static_cast<double>(nd.blas.m * nd.blas.n) / static_cast<double>(n * n));
+    test::FakeClock::advance(2 * call * static_cast<double>(nd.blas.m * nd.blas.n) /
+                             static_cast<double>(n * n));
     return hal::Reason::ok;
   };
   auto native = [](Node&) { return hal::Reason::ok; };
   std::vector<Candidate> cs = {{"native", blas::FunctionRef<hal::Reason(Node&)>(native)},
                                {names.back().c_str(), blas::FunctionRef<hal::Reason(Node&)>(other)}};
-  hal::profile::Row row;
+  autosel::profile::Row row;
   const char* made_call = nullptr;
   EXPECT_TRUE(run(node, 2.0 * n * n * n, cs, call, nullptr, row, made_call));
   EXPECT_EQ(row.choice, "native");
@@ -337,7 +342,7 @@ TEST(Measure, AFirstSampleFourTimesBehindIsTakenForSetUpAndTakenAgainOnce) {
   Gemm g;
   std::vector<Candidate> c = {{"steady", blas::FunctionRef<hal::Reason(Node&)>(fast)},
                               {"compiling", blas::FunctionRef<hal::Reason(Node&)>(compiling)}};
-  hal::profile::Row row;
+  autosel::profile::Row row;
   const char* made_call = nullptr;
   ASSERT_TRUE(run(g.node, 2.0 * kN * kN * kN, c, -1, nullptr, row, made_call));
   EXPECT_EQ(row.choice, "compiling");
@@ -378,7 +383,7 @@ TEST(Measure, ACandidateTheWarmUpRanHasNoUntimedFirstRun) {
   Gemm g;
   std::vector<Candidate> cs = {{"warm-up-ran", blas::FunctionRef<hal::Reason(Node&)>(w)},
                                {"warm-up-did-not", blas::FunctionRef<hal::Reason(Node&)>(c)}};
-  hal::profile::Row row;
+  autosel::profile::Row row;
   const char* made_call = nullptr;
   ASSERT_TRUE(run(g.node, 2.0 * kN * kN * kN, cs, -1, nullptr, row, made_call));
   EXPECT_EQ(w.part_calls, 1);
@@ -433,4 +438,4 @@ TEST(Measure, ACandidate1_75xAheadOfNativesRunsOnTheCopiesIsStillTried) {
 }
 
 }  // namespace
-}  // namespace sol::capture::measure
+}  // namespace sol::autosel::measure

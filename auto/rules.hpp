@@ -1,6 +1,6 @@
-// auto's rules around a race (capture/exec/measure.hpp) and a trial (trial.hpp): whether native
+// auto's rules around a race (auto/measure.hpp) and a trial (trial.hpp): whether native
 // runs in a class's race, and what a race's outcome is tried against in use. Decisions on names and
-// figures alone, so that each is tested with exact inputs (tests/unit/measure/rules_test.cpp); the
+// figures alone, so that each is tested with exact inputs (tests/unit/auto/rules_test.cpp); the
 // executor looks the backends up and acts on them.
 #pragma once
 
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "hal/profile.hpp"
+#include "auto/profile.hpp"
 
-namespace sol::capture::rules {
+namespace sol::autosel::rules {
 
 // A class of at least this much work may be measured without native: a 64^3 GEMM, from which
 // OpenBLAS 0.3.21 runs a GEMM on several threads. Below it native stays in the race: it runs on one
@@ -23,7 +23,7 @@ inline constexpr double kLeaveNativeOutFlops = 2.0 * 64 * 64 * 64;
 class NativeRecord {
  public:
   // A race in which native ran.
-  void note(const hal::profile::Row& row) noexcept;
+  void note(const autosel::profile::Row& row) noexcept;
   // It lost every class so far, two at least: in a program whose calls run on a backend, the next
   // classes are measured without it.
   bool outclassed() const noexcept {
@@ -62,12 +62,12 @@ struct NextTrial {
 //   becomes home and its trial the race's choice. The race charged the candidate for switching
 //   between the two libraries' threads, but on few cores its figures follow whichever pool spun
 //   last. Not where home declined the class in the race, nor for an accelerator's choice.
-NextTrial after_race(hal::profile::Row& row, bool native_in, const std::string& home, const KindOf& kind);
+NextTrial after_race(autosel::profile::Row& row, bool native_in, const std::string& home, const KindOf& kind);
 
 // A class that earlier processes judged close, tried again in this process: the fastest other
 // candidate of its row that can run here, against its choice; "" when there is none (or its
 // choice cannot run here).
-std::string rival(const hal::profile::Row& row, const KindOf& kind);
+std::string rival(const autosel::profile::Row& row, const KindOf& kind);
 
 // Why a race's figures cannot be trusted (Row::How::provisional), "" when nothing known disturbed
 // them:
@@ -79,8 +79,8 @@ std::string rival(const hal::profile::Row& row, const KindOf& kind);
 //   size each way): a library is not four times slower for so small a change of size, and beside a
 //   starting pool it was timed at a thousandth of its speed (oneDNN's 64^3 SGEMM at 0.1 GFLOP/s, 86
 //   in a process of its own).
-std::string disturbed(uint64_t started_ns, uint64_t pools_quiet_ns, const hal::profile::Row& row,
-                      const std::vector<hal::profile::Row>& near);
+std::string disturbed(uint64_t started_ns, uint64_t pools_quiet_ns, const autosel::profile::Row& row,
+                      const std::vector<autosel::profile::Row>& near);
 inline constexpr double kFarBelowCalm = 4;
 
-}  // namespace sol::capture::rules
+}  // namespace sol::autosel::rules

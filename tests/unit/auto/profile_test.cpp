@@ -1,14 +1,13 @@
-#include "hal/profile.hpp"
+#include "auto/profile.hpp"
 
 #include <gtest/gtest.h>
-
-#include <map>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -16,7 +15,7 @@
 
 #include "config/config.hpp"
 
-namespace sol::hal::profile {
+namespace sol::autosel::profile {
 namespace {
 
 using capture::DType;
@@ -58,7 +57,8 @@ TEST(ShapeClass, ArgumentsThatChangeKernels) {
   EXPECT_NE(class_of(gemm(64, 64, 64)), class_of(gemm(64, 64, 64, 'N', 'N', DType::f64)));
   // A real matrix's conjugate transpose is its transpose; case does not matter.
   EXPECT_EQ(class_of(gemm(64, 64, 64, 'C', 'n')), class_of(gemm(64, 64, 64, 't', 'N')));
-  EXPECT_NE(class_of(gemm(64, 64, 64, 'C', 'N', DType::c64)), class_of(gemm(64, 64, 64, 'T', 'N', DType::c64)));
+  EXPECT_NE(class_of(gemm(64, 64, 64, 'C', 'N', DType::c64)),
+            class_of(gemm(64, 64, 64, 'T', 'N', DType::c64)));
   Node row = gemm(64, 64, 64);
   row.blas.layout = 'R';
   EXPECT_NE(class_of(row), class_of(gemm(64, 64, 64)));
@@ -67,7 +67,8 @@ TEST(ShapeClass, ArgumentsThatChangeKernels) {
   const uint64_t unit = class_of(v);
   v.blas.incx = 2;
   EXPECT_NE(class_of(v), unit);
-  EXPECT_EQ(class_text(class_of(gemm(300, 70, 5000, 'T', 'N'))), "gemm f32 transa=T transb=N m=256 n=64 k=4096+");
+  EXPECT_EQ(class_text(class_of(gemm(300, 70, 5000, 'T', 'N'))),
+            "gemm f32 transa=T transb=N m=256 n=64 k=4096+");
 }
 
 // A private profile directory per test.
@@ -464,7 +465,8 @@ TEST_F(ProfileFiles, RowsAreAppendedAndTheLastOfAClassCounts) {
 // a process never replaces another's calm figures with provisional ones of its own, and nothing a
 // program measures replaces a tuned row.
 TEST_F(ProfileFiles, NoProcessSpoilsAnothersRows) {
-  const uint64_t a = class_of(gemm(512, 512, 512)), b = class_of(gemm(64, 64, 64)), c = class_of(gemm(256, 256, 256));
+  const uint64_t a = class_of(gemm(512, 512, 512)), b = class_of(gemm(64, 64, 64)),
+                 c = class_of(gemm(256, 256, 256));
   Profile first(cfg_), second(cfg_);  // two processes, both started before either wrote
   const int lib1 = first.native_index("lib"), lib2 = second.native_index("lib");
   EXPECT_EQ(second.lookup(lib2, a), Profile::kUnknown);  // read the (empty) file
@@ -695,7 +697,7 @@ TEST_F(ProfileFiles, ClassesThatLeftTheNewHomeAreMeasuredAgainOnce) {
   l.size = "1024x256x1024";
   ASSERT_TRUE(p.claim(lib, large));
   p.record(lib, l);
-  EXPECT_EQ(p.home(lib), "native");  // 268M against 2.6M
+  EXPECT_EQ(p.home(lib), "native");                    // 268M against 2.6M
   EXPECT_EQ(p.lookup(lib, small), Profile::kUnknown);  // measured again at its next call
   EXPECT_STREQ(p.candidate_name(p.lookup(lib, large)), "native");
   // Measured again, it stays with oneDNN: the home does not move back, and it is not sent back a
@@ -853,4 +855,4 @@ TEST_F(ProfileFiles, SettledWhenItHoldsRowsAndNoneIsJudgedAgain) {
 }
 
 }  // namespace
-}  // namespace sol::hal::profile
+}  // namespace sol::autosel::profile

@@ -1,6 +1,6 @@
 // auto's measurements: the first call of a BLAS shape class runs natively, timed, and then each
 // other candidate (every backend that takes it, and native again when it is close) is timed on
-// the same call, so that the class goes to the fastest from then on (hal/profile.hpp keeps the
+// the same call, so that the class goes to the fastest from then on (auto/profile.hpp keeps the
 // choice). That first call's results are the program's own library's, as without SOL.
 //
 // Candidates compute on private copies of every operand the node writes; what it only reads is
@@ -11,14 +11,16 @@
 
 #include <vector>
 
+#include "auto/names.hpp"
+#include "auto/profile.hpp"
 #include "capture/blas/blas.hpp"
-#include "hal/profile.hpp"
+#include "common/macros.hpp"
 
-namespace sol::capture::measure {
+namespace sol::autosel::measure {
 
 struct Candidate {
-  const char* name;                                // "native" or a backend's name
-  blas::FunctionRef<hal::Reason(Node&)> run;       // column-major semantics, as backends see nodes
+  const char* name;                           // "native" or a backend's name
+  blas::FunctionRef<hal::Reason(Node&)> run;  // column-major semantics, as backends see nodes
   // An accelerator's predicted time for the node (Backend::estimate_seconds), < 0 for others: an
   // accelerator predicted to lose clearly to the best CPU candidate measured is not run.
   double predicted_seconds = -1;
@@ -45,9 +47,9 @@ struct Candidate {
 // the best other CPU candidate, to be tried in use against native before the choice is final
 // (with native left out, against the chosen CPU candidate).
 bool run(const Node& node, double flops, std::vector<Candidate>& candidates, double native_seconds,
-         const char* home, hal::profile::Row& row, const char*& made_call) noexcept;
+         const char* home, autosel::profile::Row& row, const char*& made_call) noexcept;
 
-// The background warm-up (capture/exec/warm_up.hpp) ran `candidate` on this op and type: its
+// The background warm-up (auto/warm_up.hpp) ran `candidate` on this op and type: its
 // thread pool and library are set up, and its first run in a measurement is timed (without the
 // untimed run that a first use gets otherwise; a kernel compiled for the class's own regime is
 // still caught: such a first sample is taken again).
@@ -87,6 +89,22 @@ bool slowing() noexcept;  // whether SOL_TEST_SLOW set any knob (callers time ba
 // effect lands), the program's call measured, or a call in a trial's turn. SOL_TEST_SLOW=native
 // slows each of them, as a library much slower than the candidates would be.
 void native_slowed_if_asked(const Started& run, bool in_race) noexcept;
-void native_in_trial_ended() noexcept;                        // a native call in a trial's turn has returned
+void native_in_trial_ended() noexcept;  // a native call in a trial's turn has returned
 
-}  // namespace sol::capture::measure
+// A column-major node on `backend`, if it takes it, slowed as SOL_TEST_SLOW asks: what the
+// executor and auto's races run.
+struct OnBackend {
+  hal::Backend* backend;
+  hal::Reason operator()(Node& cm) noexcept {
+    if (const hal::Reason r = blas::fits_backend(cm, *backend); r != hal::Reason::ok) return r;
+    const hal::Reason why = backend->supports(cm);
+    if (why != hal::Reason::ok) return why;
+    if (SOL_LIKELY(!slowing())) return backend->run(cm);  // no clock read: 5 % of an 8^3 SGEMM
+    const Started t0 = started();
+    const hal::Reason r = backend->run(cm);
+    slow_down_if_asked(backend->name(), t0);
+    return r;
+  }
+};
+
+}  // namespace sol::autosel::measure
