@@ -201,8 +201,7 @@ void warn_if_measured_slow(const Node& node, double flops, const profile::Row& r
   // Only calls of a millisecond or more: on a loaded machine a shorter one's rate can be off by
   // as much, and a user told their library is slow deserves a figure that holds. Not from a class
   // measured beside another library's threads (a mixed program's, home not native): native's
-  // figure there is charged for the switch, not its speed (OpenBLAS with Zen kernels at 28.7
-  // GFLOP/s beside oneDNN's, on a 1024x256x1024 SGEMM it runs at 60).
+  // figure there is charged for the switch, not its speed (auto/README.md, R10).
   if (flops < 1e8 || row.choice == "native" || (!home.empty() && home != "native")) return;
   double native = 0, best = 0;
   for (const auto& r : row.rates) {
@@ -215,6 +214,24 @@ void warn_if_measured_slow(const Node& node, double flops, const profile::Row& r
             "natively, %.1f on %s; auto routes such calls there",
             object_name(node.native), symbol_name(node.sym), row.size.c_str(), native, best,
             row.choice.c_str());
+}
+
+// What auto may measure for a node of `flops` work: every CPU backend (the reference backend is
+// the test oracle, not a contender) and every accelerator above its threshold.
+void candidates_for(State& st, double flops, std::vector<hal::Backend*>& out) {
+  out.clear();
+  for (const auto& e : hal::builtin_backends()) {
+    if (std::strcmp(e.name, "reference") == 0) continue;
+    // Device backends only as accelerators, from accelerators(), which knows for sure.
+    if (st.registry.device_backend(e.name) || st.registry.accelerator_hint(e.name) != hal::Backend::Hint::no)
+      continue;
+    // supports() is left to the measurement, which sees the node in column-major terms as
+    // backends expect; a backend that declines is recorded at 0.
+    if (hal::Backend* b = st.registry.get(e.name); b && !b->accelerator()) out.push_back(b);
+  }
+  if (flops >= st.router.accelerator_floor())
+    for (hal::Backend* a : st.router.accelerators())
+      if (a->accelerator() && flops >= a->min_flops()) out.push_back(a);
 }
 
 // The program's call on a backend, its result delivered: what measure::run asks of home, or of a
@@ -366,7 +383,7 @@ const char* measured_choice(State& st, Node& node, double flops, NativeFn native
       return hal::Reason::ok;
     };
     std::vector<hal::Backend*> backends;
-    st.router.auto_candidates(flops, backends);
+    candidates_for(st, flops, backends);
     std::vector<measure::OnBackend> runs;
     std::vector<CallItself> calls;
     runs.reserve(backends.size());  // the candidates below refer to these: no reallocation

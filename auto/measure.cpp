@@ -289,7 +289,7 @@ double time_once(Scratch& scratch, Candidate& c, bool screen = false) noexcept {
 //   candidate is charged what that call took beyond home's own, and it counts by the mean of all
 //   its batches, stalls included; native too when it is not home. For a GEMM the home call after
 //   it is a probe (Probe) that keeps home's threads busy, as the program's larger calls do. A
-//   choice other than home is then tried in use against it (the executor's leaving_home()).
+//   choice other than home is then tried in use against it (rules::after_race()).
 //   Otherwise a batch counts by its fastest call: the library's steady state, which a program
 //   calling only it gets once the others' threads sleep.
 // - The first time a candidate runs a routine in this process it runs once untimed (thread
@@ -424,9 +424,8 @@ class Race {
     const size_t n = e_.size();
     if (home_ >= n) home_ = native_;
     // Alone, a short call's sample by the program's call is taken again at once, before any other
-    // pool has run: the program's call paid for first touches and its library's first use (a
-    // 1024x10x256 SGEMM at 6 GFLOP/s instead of 60), and a sample after the others would run
-    // beside their threads. Not when every other candidate already left at the screen.
+    // pool has run: the program's call paid for first touches and its library's first use
+    // (auto/README.md, R9), and a sample after the others would run beside their threads. Not when every other candidate already left at the screen.
     bool rivals = false;  // whether a candidate other than the call's maker is still in the race
     for (size_t i = 0; i < n; ++i) rivals |= i != called_ && !e_[i].out;
     if (!mixed_ && rivals && called_ < n && e_[called_].best > 0 && e_[called_].best <= kLong)
@@ -529,24 +528,18 @@ class Race {
     // from its call (OpenBLAS's spin for about 0.1 s), and native right after them: on few cores
     // that slows a library with threads of its own several times, by how much varies from run to
     // run, and a program that calls only one of them never sees it. The best other CPU candidate
-    // is then tried in use against native (the executor's trial).
+    // is then tried in use against native (auto.cpp's trial).
     // That handicap slows the candidate most: a candidate that still beat native's best run on
     // the copies by 2x wins in use too, and its trial would only cost native's turns (on a
     // misdetected library, calls several times slower), so there is none. (Not by 1.5x: native's
-    // threads may be in a slow spell of the machine's, at two thirds of their speed, while the
-    // candidate's are not; a 256^3 TN SGEMM measured native at 98 and oneDNN at 157 GFLOP/s, where
-    // native runs at 185 and oneDNN at 170 in use.) Not when native's best
-    // is the program's call: that call paid for the shape's first use and first touches (a
-    // 256x256x256 SGEMM at 92 GFLOP/s, 191 in use), and its runs on the copies, beside oneDNN's
-    // spinning OpenMP threads, did worse still (18 GFLOP/s): oneDNN, at 147, would have won a
-    // class where it runs at 173 in use against native's 191.
+    // threads may be in a slow spell of the machine's while the candidate's are not.) Not when
+    // native's best is the program's call: that call paid for the shape's first use and first
+    // touches, and its runs on the copies, beside the others' spinning threads, did worse still.
     // With native left out, the candidates ran beside each other's threads, each after the
-    // other: oneDNN timed after the OpenBLAS instance's runs may show 4 GFLOP/s on a 256^3 SGEMM
-    // that it runs at 220, whatever their order in the race. The best other CPU candidate is
-    // then tried in use against the measured choice, however far behind it was. So too when
-    // native lost by 2x: the question left is the others', which ran beside each other's threads
-    // as well (beside the OpenBLAS instance's new worker, spinning from its start, oneDNN's
-    // 48^3 SGEMM took 5-8 ms a call instead of 9 us in 2 of 6 processes).
+    // other, whatever their order in the race. The best other CPU candidate is then tried in use
+    // against the measured choice, however far behind it was. So too when native lost by 2x: the
+    // question left is the others', which ran beside each other's threads as well.
+    // (auto/README.md, R6 and R8.)
     row.trial.clear();
     if (mixed_) return chosen > 0;
     // The fastest CPU candidate other than `a` and `b` becomes the row's trial; its time.
@@ -568,7 +561,7 @@ class Race {
     } else if (const double trial = runner_up(native_, native_);
                trial > 0 && e_[native_].best > 0 && 2 * trial < e_[native_].best && !e_[native_].by_call) {
       row.trial.clear();
-      if (choice < e_.size()) runner_up(choice, native_);  // against the choice (the executor's incumbent)
+      if (choice < e_.size()) runner_up(choice, native_);  // against the choice (the trial's incumbent)
     }
     return chosen > 0;
   }

@@ -186,8 +186,7 @@ int split_of(const Row& row) noexcept {
   const bool close = second > 0 && best <= kCloseRates * second;
   // Sent away from the program's library: from native, or with native left out (its OpenBLAS
   // below par), from the openblas backend that runs that library with this CPU's kernels
-  // (oneDNN's SGEMM NN under Prescott kernels: 73 GFLOP/s at 512, 52 at 640, the instance 62 and
-  // 66: the sweep's 640 cell routed by 512's row ran at 0.79 of the fastest).
+  // (auto/README.md, R2).
   const bool left_native = row.choice != "native" && (native > 0 || row.choice != "openblas");
   if ((!close && !left_native) || !measured_dims(row, dims)) return -1;
   return halves(dims[0], dims[1], dims[2]);

@@ -33,9 +33,8 @@ namespace sol::autosel::profile {
 // A BLAS node's class: its routine, element type, layout, transposes and other character
 // arguments, whether its vectors are contiguous, and the size class of each of m, n, k: an octave
 // [2^b, 2^(b+1)) in two halves split at 1.5 * 2^b (256-383, 384-511), the largest sizes sharing
-// one. A sweep of sizes measures twice per octave, and a choice made at one size of a class holds
-// for the others (bench/auto_sweep.py checks it): whole octaves did not, where two libraries'
-// rates cross inside one (SGEMM TN: native 10 % ahead at 256, oneDNN 7 % ahead at 384).
+// one. A choice made at one size of a class holds for the others (bench/auto_sweep.py checks it);
+// whole octaves hid two libraries' rates crossing (auto/README.md, R1).
 uint64_t class_of(const capture::Node& node) noexcept;
 // The same, readably: "gemm f32 transa=N transb=T m=256 n=384 k=64" (a dimension's class by its
 // lower end; absent for one the routine does not have).
@@ -46,22 +45,19 @@ int64_t class_floor(int64_t size) noexcept;
 // Which of m, n, k (bits 0, 1, 2) lie in the upper half of their class's range (256-383: 320 up).
 int halves_of(const capture::Node& node) noexcept;
 // A class's sub-class by halves_of: where a class's two fastest candidates measured within
-// kCloseRates of each other, their rates may cross inside it (SGEMM TN on the 2-core EPYC: native
-// 10 % ahead at 256, oneDNN 7 % ahead at 320), so a call in other halves than the measured one
-// is routed, and measured, by its sub-class ("gemm f32 transa=T transb=N m=320 n=320 k=320").
-// So is a call of a class that left the program's library for a backend, however far ahead: a
-// backend's rate can fall off inside a class where native's holds (dnnl_sgemm NN on a 2-core AVX2
-// EPYC: 76 GFLOP/s at 512, 54 at 640, native 65 and 64), and native is the choice that never
-// runs below the program's own speed; with native left out, a class that went elsewhere than the
-// openblas backend, which runs the program's library with this CPU's kernels.
+// kCloseRates of each other, their rates may cross inside it, so a call in other halves than the
+// measured one is routed, and measured, by its sub-class ("gemm f32 transa=T transb=N m=320 n=320
+// k=320"). So is a call of a class that left the program's library for a backend, however far
+// ahead: a backend's rate can fall off inside a class where native's holds, and native is the
+// choice that never runs below the program's own speed; with native left out, a class that went
+// elsewhere than the openblas backend, which runs the program's library with this CPU's kernels.
+// (auto/README.md, R2.)
 uint64_t sub_class_of(const capture::Node& node) noexcept;
 inline constexpr double kCloseRates = 1.15;
 inline constexpr int64_t kLargest = 4096;
 
-// A process's figures are its own: some shapes run at one of two speeds by the process, the
-// address-space layout it drew (oneDNN's 256^3 SGEMM at 78 or 56 GFLOP/s on a 2-core AVX2 EPYC,
-// process after process, always 78 without address randomisation; native's at 55 in every one).
-// A class whose best two candidates one process judged within kJudgeAgainRates of each other may
+// A process's figures are its own: some shapes run at one of two speeds by the address-space
+// layout the process drew (auto/README.md, R4). A class whose best two candidates one process judged within kJudgeAgainRates of each other may
 // have been judged in a slow draw: the next processes that call it try the two in use again, up to
 // kJudges processes in all, and the class takes the candidate with the best rate any of them saw.
 // So is a class whose choice is unconfirmed() (below).
@@ -119,7 +115,7 @@ std::string machine_fingerprint(const config::Config& cfg, const std::string& li
 
 // A row whose choice trails another candidate's rate by more than 3 %: a class that a race beside
 // home's threads sent elsewhere, kept on home because its process ended before the trial in use
-// against home did (capture/exec/executor.cpp, leaving_home()). The next processes judge it again
+// against home did (auto/auto.cpp, rules::after_race()). The next processes judge it again
 // however far apart its rates (up to kJudges in all), and the trial's figures replace the race's.
 bool unconfirmed(const Row& row) noexcept;
 
@@ -223,7 +219,7 @@ class Profile {
 
   // Counts the changes to where a known class routes (a trial begun, a record, a class sent back
   // to measurement, a class first read from the file): a thread's memo of the calls that stay
-  // native (capture/exec/executor.cpp) holds while this is what it was when the call was routed.
+  // native (capture/exec/executor.cpp, stays_native()) holds while this is what it was when the call was routed.
   // Read before the lookup that routes a call; bumped after the change it counts. Never 0.
   uint32_t changes() const noexcept { return changes_.load(std::memory_order_acquire); }
 

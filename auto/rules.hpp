@@ -40,7 +40,7 @@ class NativeRecord {
 // (`home`) while its library lost every earlier class (`outclassed`, NativeRecord).
 std::string native_left_out(double flops, const char* outclassing, const std::string& home, bool outclassed);
 
-// What a name stands for, as the executor can run it: nothing usable, native (the program has a
+// What a name stands for, as auto can run it: nothing usable, native (the program has a
 // library for the call), a CPU backend, or an accelerator.
 enum class Kind { none, native, cpu, accelerator };
 using KindOf = std::function<Kind(const std::string&)>;
@@ -77,8 +77,7 @@ std::string rival(const autosel::profile::Row& row, const KindOf& kind);
 // - a candidate ran at under a quarter of what it ran at calmly on a near class (`near`: calm,
 //   trial or tuned rows of the same routine, element type, layout and transposes within twice the
 //   size each way): a library is not four times slower for so small a change of size, and beside a
-//   starting pool it was timed at a thousandth of its speed (oneDNN's 64^3 SGEMM at 0.1 GFLOP/s, 86
-//   in a process of its own).
+//   starting pool it was timed at a thousandth of its speed (auto/README.md, R5).
 std::string disturbed(uint64_t started_ns, uint64_t pools_quiet_ns, const autosel::profile::Row& row,
                       const std::vector<autosel::profile::Row>& near);
 inline constexpr double kFarBelowCalm = 4;

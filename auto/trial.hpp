@@ -4,7 +4,7 @@
 // each candidate beside the others' threads, which on few cores slows a library several times and
 // by how much varies from run to run; a trial judges both by their calls as the program makes them.
 //
-// This is the decision alone: the executor feeds it each call of the class (its rate, who made
+// This is the decision alone: auto.cpp feeds it each call of the class (its rate, who made
 // it, when it began) and the time, and it says whose turn it is and, at the end, the verdict. It
 // reads no clock and keeps no lock, so that its rules are tested with exact inputs
 // (tests/unit/auto/trial_test.cpp).

@@ -1,12 +1,10 @@
 // Profiled runs under auto route from the first call. A CPU backend the profile chose for a class
-// pays its own set-up on the first call it gets in a process: oneDNN takes about 30 ms for its
-// first dnnl_sgemm (its start-up and the kernels it compiles for that transposition and size
-// regime), more than a 20-step training loop saves on the classes it wins by a few percent; a
-// first run's measurement would time that set-up instead of the backend. warm_up() runs each
-// such class once ahead, on scratch operands, on a thread of its own
-// (common/startup.hpp: begun once a library SOL intercepts is loaded, while a Python program still
-// imports its modules; exit and fork wait for it), so that the program's first call finds the
-// kernels compiled.
+// pays its own set-up on the first call it gets in a process, more than a short training loop
+// saves on the classes it wins by a few percent (auto/README.md, R11); a first run's measurement
+// would time that set-up instead of the backend. warm_up() runs each such class once ahead, on
+// scratch operands, on a thread of its own (common/startup.hpp: begun once a library SOL intercepts
+// is loaded, while a Python program still imports its modules; exit and fork wait for it), so that
+// the program's first call finds the kernels compiled.
 #pragma once
 
 namespace sol::hal {

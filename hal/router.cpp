@@ -214,21 +214,6 @@ bool Router::automatic(const capture::Node& node, double flops) noexcept {
   return !preference_.empty() && preference_.front().kind == Target::automatic;
 }
 
-void Router::auto_candidates(double flops, std::vector<Backend*>& out) {
-  out.clear();
-  for (const auto& e : builtin_backends()) {
-    if (std::strcmp(e.name, "reference") == 0) continue;
-    // Device backends only as accelerators, from accelerators(), which knows for sure.
-    if (registry_.device_backend(e.name) || registry_.accelerator_hint(e.name) != Backend::Hint::no) continue;
-    // supports() is left to the measurement, which sees the node in column-major terms as
-    // backends expect; a backend that declines is recorded at 0.
-    if (Backend* b = registry_.get(e.name); b && !b->accelerator()) out.push_back(b);
-  }
-  if (flops >= min_accelerator_flops_)
-    for (Backend* a : accelerators())
-      if (a->accelerator() && flops >= a->min_flops()) out.push_back(a);
-}
-
 bool Router::dnn_always_native() {
   for (const auto& r : rule_config_) {
     if (r.backend == "native" || r.backend == "onednn") continue;

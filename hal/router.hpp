@@ -59,10 +59,6 @@ class Router {
   // comes first in the preference list. Only then is the node's shape class measured.
   bool automatic(const capture::Node& node, double flops) noexcept;
 
-  // What auto may measure for a node of `flops` work: every CPU backend (the reference backend is
-  // the test oracle, not a contender) and every accelerator above its threshold.
-  void auto_candidates(double flops, std::vector<Backend*>& out);
-
   // Routing by measurement (the executor turns it on when auto measures or a profile exists):
   // then an optimized native library no longer short-cuts auto, which must see calls to measure.
   void set_measured(bool on) noexcept { measured_ = on; }
@@ -83,6 +79,20 @@ class Router {
   // the node, the configuration and what was measured only.
   bool without_accelerators() noexcept { return accelerators().empty() && accelerators_known(); }
 
+  // The accelerator backends found so far. Only looked for when a node is large enough for the
+  // smallest threshold any could have (backends.opencl.min_flops). A device backend still starting
+  // (Backend::starting: under auto the executor prepares each that may be an accelerator) is not
+  // among them yet: calls route around it, and it is looked at again at later calls, until
+  // accelerators_known().
+  struct Found {
+    Backend* const* at;
+    int n;
+    Backend* const* begin() const noexcept { return at; }
+    Backend* const* end() const noexcept { return at + n; }
+    bool empty() const noexcept { return n == 0; }
+  };
+  Found accelerators() noexcept;
+
   // The least work any accelerator could take (an explicit floor, else kSmallFlops).
   double accelerator_floor() const noexcept { return min_accelerator_flops_; }
 
@@ -97,18 +107,13 @@ class Router {
   // call's fixed cost decides there (the reference BLAS beats OpenBLAS on 2x2 matrices), and no
   // device launch and transfer could pay off; measuring them would cost more than it could save.
   static constexpr double kSmallFlops = 20000;
-  // auto measures calls from this much work up too (a 22x22x22 GEMM, about 1 us): the routing
-  // path of a class measured to stay native costs 1 % of a 24^3 SGEMM (18.97 against 19.15 GFLOP/s
-  // natively, 2-core AVX2 EPYC), and a native library can run far below the others on such calls:
-  // there OpenBLAS 0.3.21 runs a 32^3 SGEMM at 8.1 GFLOP/s, oneDNN at 26.7. It was 0.1 MFLOP (a
-  // 37^3 GEMM), below which an optimized library kept every call unmeasured: auto ran that 32^3
-  // SGEMM at 0.34 of the fastest.
+  // auto measures calls from this much work up too (a 22x22x22 GEMM, about 1 us): routing a class
+  // that stays native costs 1 % of such a call, and a native library can run far below the others
+  // on such calls (auto/README.md, R3).
   static constexpr double kMeasureFlops = kSmallFlops;
   // Under a native library below par (an OpenBLAS running kernels older than the CPU's, which the
-  // openblas backend outclasses, or no optimized library at all), auto measures from a 16^3 GEMM:
-  // there the openblas backend ran a 16^3 SGEMM 1.15x faster than OpenBLAS 0.3.21 natively on its
-  // Prescott kernels and a 20^3 1.29x, at 0.92x on 12^3 and 0.67x on 8^3, where a library call's
-  // fixed costs decide (2-core AVX2 EPYC): auto left that 20^3 class native, at 0.83 of the fastest.
+  // openblas backend outclasses, or no optimized library at all), auto measures from a 16^3 GEMM,
+  // the smallest where the right kernels won over a call's fixed costs (auto/README.md, R3).
   static constexpr double kMeasureBelowParFlops = 8192;
   // Calls from this much work up are measured under auto, given the native library's kind.
   static constexpr double measure_flops(NativeKind native) noexcept {
@@ -149,19 +154,6 @@ class Router {
   void add_target(Target& t, bool requested, const capture::Node& node, double flops, NativeKind native,
                   const char* measured, Plan& out);
   Rule* rule_for(const capture::Node& node, double flops) noexcept;
-  // The accelerator backends found so far. Only looked for when a node is large enough for the
-  // smallest threshold any could have (backends.opencl.min_flops). A device backend still starting
-  // (Backend::starting: under auto the executor prepares each that may be an accelerator) is not
-  // among them yet: calls route around it, and it is looked at again at later calls, until
-  // accelerators_known().
-  struct Found {
-    Backend* const* at;
-    int n;
-    Backend* const* begin() const noexcept { return at; }
-    Backend* const* end() const noexcept { return at + n; }
-    bool empty() const noexcept { return n == 0; }
-  };
-  Found accelerators() noexcept;
 
   std::vector<config::RouteRule> rule_config_;
   std::vector<Rule> rules_;

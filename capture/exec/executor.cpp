@@ -490,9 +490,8 @@ const char* execute(Node& node, NativeFn program_native) noexcept {
 namespace {
 // A thread's plans for its calls that go to a backend, by their exact arguments: a call made as a
 // recent one on this thread was (routine, native library, dimensions and flags) is planned as that
-// one was. Under auto its class, the profile lookup, a backend looked up by name and the plan ran
-// a 32^3 SGEMM on oneDNN at 0.91-0.92 of SOL_BACKEND=onednn (2.97 against 2.71 us a call), 1.01
-// with these plans kept. An entry holds while the profile is unchanged (Profile::changes(), as the
+// one was: under auto, planning each small call anew cost 8 % of its time (auto/README.md, R12). An
+// entry holds while the profile is unchanged (Profile::changes(), as the
 // wrappers' memo of native calls); it is kept only for a plan that needed no measurement, trial or
 // accelerator (a device whose costs fail stops being one). The key is stricter than the class
 // (every size and stride as passed), so it holds whatever the class is made of.
