@@ -64,7 +64,7 @@ SOL_TLS bool t_judging = false;  // this thread's last call was one of a class o
 // auto's state in a process: the profile, the classes on trial, and what the program did so far.
 struct State {
   hal::Registry& registry;
-  hal::Router& router;
+  route::Router& router;
   CallOn call_on;
   profile::Profile profile;
   // The program has made a routed BLAS call that its own library ran: a class measured from then
@@ -94,7 +94,7 @@ struct State {
         ran == trial_incumbent.load(std::memory_order_relaxed))
       incumbent_beside.store(true, std::memory_order_relaxed);
   }
-  State(const config::Config& cfg, hal::Registry& r, hal::Router& ro, CallOn c)
+  State(const config::Config& cfg, hal::Registry& r, route::Router& ro, CallOn c)
       : registry(r), router(ro), call_on(c), profile(cfg) {}
 };
 
@@ -556,7 +556,7 @@ void observe_trial(State& st, OpenTrial& t, double gflops, bool by_incumbent, ui
 }
 }  // namespace
 
-Selector::Selector(const config::Config& cfg, hal::Registry& registry, hal::Router& router, CallOn call_on)
+Selector::Selector(const config::Config& cfg, hal::Registry& registry, route::Router& router, CallOn call_on)
     : s_(std::make_unique<State>(cfg, registry, router, call_on)) {
   const profile::Profile& p = s_->profile;
   measured_ = p.measuring() || (!p.path().empty() && ::access(p.path().c_str(), R_OK) == 0);
@@ -565,8 +565,8 @@ Selector::Selector(const config::Config& cfg, hal::Registry& registry, hal::Rout
 
 Selector::~Selector() = default;
 
-bool Selector::decides(const Node& node, double flops, hal::NativeKind kind) noexcept {
-  return measured_ && flops >= hal::Router::measure_flops(kind) && s_->router.automatic(node, flops);
+bool Selector::decides(const Node& node, double flops, route::NativeKind kind) noexcept {
+  return measured_ && flops >= route::Router::measure_flops(kind) && s_->router.automatic(node, flops);
 }
 
 Choice Selector::choose(Node& node, double flops, NativeFn native, blas::ArgError& err,

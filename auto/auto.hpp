@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "capture/blas/blas.hpp"
-#include "capture/capture.hpp"
-#include "hal/router.hpp"
+#include "ir/native_fn.hpp"
+#include "route/router.hpp"
 
 namespace sol::config {
 struct Config;
@@ -40,14 +40,14 @@ struct Choice {
 class Selector {
  public:
   // `call_on`: how the executor runs the program's call itself on a backend.
-  Selector(const config::Config& cfg, hal::Registry& registry, hal::Router& router, CallOn call_on);
+  Selector(const config::Config& cfg, hal::Registry& registry, route::Router& router, CallOn call_on);
   ~Selector();
 
   // Whether auto routes by measurement: it measures, or a profile exists to route by.
   bool measured() const noexcept { return measured_; }
   // Whether this BLAS node's class is auto's to choose: measured routing, a call large enough to
   // measure under a native library of kind `kind`, and no [[route]] that names another target.
-  bool decides(const capture::Node& node, double flops, hal::NativeKind kind) noexcept;
+  bool decides(const capture::Node& node, double flops, route::NativeKind kind) noexcept;
 
   // Where `node` goes (see Choice). Measures its class now when nobody has, making the call itself
   // natively first, timed (`native`). Only valid calls are measured: `err` (with `checked` set)

@@ -1,7 +1,7 @@
 // auto works on the IR's nodes and their BLAS semantics: the names it takes from there unqualified.
 #pragma once
 
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 
 namespace sol::capture::blas {}
 

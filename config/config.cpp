@@ -288,7 +288,7 @@ std::string check_route(const RouteRule& rule) {
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> v = {"*", "blas1", "blas2", "blas3", "dnn", "dnnl"};
 #define SOL_OP(name, family) v.push_back(#name);
-#include "capture/ir/ops.def"
+#include "ir/ops.def"
 #undef SOL_OP
     return v;
   }();

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 
 namespace sol::config {
 struct Config;

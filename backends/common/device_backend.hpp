@@ -45,12 +45,12 @@
 #include "backends/common/device_operand.hpp"
 #include "backends/common/device_startup.hpp"
 #include "backends/common/resident.hpp"
-#include "capture/ir/node.hpp"
 #include "capture/lazy/coherence.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
 #include "hal/backend.hpp"
 #include "hal/transfers.hpp"
+#include "ir/node.hpp"
 
 namespace sol::backends {
 

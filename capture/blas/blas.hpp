@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
+#include "ir/node.hpp"
 
 namespace sol::capture::blas {
 

@@ -3,7 +3,7 @@
 // interpose/spec/blas.toml (fortran_call.cpp in the build tree).
 #pragma once
 
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 
 namespace sol::capture::blas {
 

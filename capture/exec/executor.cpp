@@ -20,7 +20,6 @@
 #include "capture/dnn/operands.hpp"
 #include "capture/exec/pairing.hpp"
 #include "capture/exec/verify.hpp"
-#include "capture/ir/dnn.hpp"
 #include "capture/lazy/coherence.hpp"
 #include "common/clock.hpp"
 #include "common/log.hpp"
@@ -30,8 +29,9 @@
 #include "config/config.hpp"
 #include "hal/one_time.hpp"
 #include "hal/registry.hpp"
-#include "hal/router.hpp"
 #include "hal/transfers.hpp"
+#include "ir/dnn.hpp"
+#include "route/router.hpp"
 
 namespace sol::capture {
 
@@ -45,7 +45,7 @@ hal::Reason call_on(hal::Backend& backend, Node& node) noexcept;
 struct Executor {
   config::Config cfg;
   hal::Registry registry;
-  hal::Router router;
+  route::Router router;
   autosel::Selector selector;
   bool strict;
   bool verify;
@@ -94,29 +94,29 @@ bool warn_if_below_par(void* lib) noexcept {
 
 // `below_par`: an OpenBLAS that runs kernels older than this CPU's. `family`: how the library
 // spells OpenBLAS's openblas_get_config (scipy_openblas_get_config64_...).
-hal::NativeKind classify(const void* native, Family family, bool& below_par) noexcept {
+route::NativeKind classify(const void* native, Family family, bool& below_par) noexcept {
   below_par = false;
-  if (!native) return hal::NativeKind::missing;
+  if (!native) return route::NativeKind::missing;
   Dl_info info{};
-  if (!dladdr(native, &info) || !info.dli_fname) return hal::NativeKind::other;
+  if (!dladdr(native, &info) || !info.dli_fname) return route::NativeKind::other;
   void* lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
   if (!lib) lib = dlopen(nullptr, RTLD_LAZY);  // the main program
-  if (!lib) return hal::NativeKind::other;
+  if (!lib) return route::NativeKind::other;
   // dlsym on a handle also searches the object's dependencies: Debian's OpenBLAS libblas.so.3 is
   // a thin library over libopenblas.so.0.
-  hal::NativeKind kind = hal::NativeKind::other;
+  route::NativeKind kind = route::NativeKind::other;
   if (dlsym(lib, "openblas_get_config")) {
-    kind = hal::NativeKind::openblas;
+    kind = route::NativeKind::openblas;
     below_par = warn_if_below_par(lib);
   } else if (family != Family::none && dlsym(lib, family_c_name(family, "openblas_get_config").c_str())) {
-    kind = hal::NativeKind::openblas;
+    kind = route::NativeKind::openblas;
   }
   else if (dlsym(lib, "mkl_get_version") || dlsym(lib, "MKL_Get_Version"))
-    kind = hal::NativeKind::mkl;
+    kind = route::NativeKind::mkl;
   else if (dlsym(lib, "bli_info_get_version_str"))
-    kind = hal::NativeKind::blis;
+    kind = route::NativeKind::blis;
   else if (dlsym(lib, "dnnl_version"))  // its dnnl_sgemm: an optimized GEMM
-    kind = hal::NativeKind::onednn;
+    kind = route::NativeKind::onednn;
   dlclose(lib);
   return kind;
 }
@@ -226,7 +226,7 @@ hal::Reason run_on_checked(Executor& ex, hal::Backend& backend, Node& node) noex
 std::atomic<DeclineListener> g_decline_listener{nullptr};
 
 // A failure or decline of candidate `c` for `node`: the line a user reads, and SOL_STRICT's end.
-void declined(Executor& ex, const hal::Candidate& c, const Node& node, hal::Reason r) noexcept {
+void declined(Executor& ex, const route::Candidate& c, const Node& node, hal::Reason r) noexcept {
   if (DeclineListener listen = g_decline_listener.load(std::memory_order_relaxed)) listen(c.backend->name(), node, r);
   const char* what = node.dnn ? op_name(node.op) : symbol_name(node.sym);
   const bool failure =
@@ -275,16 +275,16 @@ const char* execute_dnn(Executor& ex, Node& node, NativeFn native) noexcept {
   }
   const void* state = pairing::state_key(call);
   const bool writes = state && pairing::writes_state(call);
-  hal::Plan plan;
+  route::Plan plan;
   if (state && !writes) {
     hal::Backend* owner = nullptr;
     if (pairing::owner(state, owner) && owner) plan.add(owner, true);
     else plan.add(nullptr, false);
   } else {
-    ex.router.plan(node, desc.flops, hal::NativeKind::other, plan);
+    ex.router.plan(node, desc.flops, route::NativeKind::other, plan);
   }
   for (int i = 0; i < plan.n; ++i) {
-    const hal::Candidate& c = plan.at[i];
+    const route::Candidate& c = plan.at[i];
     if (!c.backend) break;
     const hal::Reason r = run_dnn_on(ex, *c.backend, node);
     if (r == hal::Reason::ok) {
@@ -397,26 +397,26 @@ bool executor_active() noexcept {
   return g_exec.load(std::memory_order_relaxed) != nullptr;
 }
 
-hal::NativeKind native_kind(Sym sym, const void* native) noexcept {
+route::NativeKind native_kind(Sym sym, const void* native) noexcept {
   auto& k = g_kind[static_cast<size_t>(sym)];
   uint8_t v = k.load(std::memory_order_acquire);
   if (!v) {
     bool below_par = false;
-    hal::NativeKind kind = classify(native, symbol_family(sym), below_par);
+    route::NativeKind kind = classify(native, symbol_family(sym), below_par);
     // Under auto, an OpenBLAS below par that the openblas backend runs with this CPU's kernels:
     // the built-in order (measurement off, a call too small to measure, an accelerator still
     // starting) then takes the backend over native, and no symbol of it bypasses SOL.
     if (below_par)
       if (Executor* ex = g_exec.load(std::memory_order_acquire); ex && ex->cfg.uses_auto())
         if (hal::Backend* ob = ex->registry.get("openblas"); ob && ob->outclasses_native(sym, native))
-          kind = hal::NativeKind::outclassed;
+          kind = route::NativeKind::outclassed;
     v = static_cast<uint8_t>(static_cast<uint8_t>(kind) + 1);
     k.store(v, std::memory_order_release);
     if (native)
       SOL_LOG(debug, "%s: native library %s is %s", symbol_name(sym), object_name(native),
-              hal::native_kind_name(kind));
+              route::native_kind_name(kind));
   }
-  return static_cast<hal::NativeKind>(v - 1);
+  return static_cast<route::NativeKind>(v - 1);
 }
 
 bool executor_always_native(Sym sym, const void* native) noexcept {
@@ -506,7 +506,7 @@ struct PlanKey {
 struct PlanEntry {
   PlanKey key;
   uint32_t changes;  // 0: empty
-  hal::Plan plan;
+  route::Plan plan;
 };
 constexpr size_t kPlanEntries = 4;
 SOL_TLS PlanEntry t_plans[kPlanEntries];
@@ -545,7 +545,7 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
     native();
     return "native";
   }
-  const hal::NativeKind kind = native_kind(node.sym, node.native);
+  const route::NativeKind kind = native_kind(node.sym, node.native);
   const double flops = blas::flops(node);
   const auto s = static_cast<size_t>(node.sym);
   double below;
@@ -575,7 +575,7 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
   const uint32_t changes = sel.changes();  // before the lookup: a change after it voids a memo
   const PlanKey key = plan_key(node);
   PlanEntry& entry = plan_entry(key);
-  hal::Plan plan;
+  route::Plan plan;
   if (entry.changes == changes && entry.key == key) {
     plan = entry.plan;
   } else {
@@ -621,7 +621,7 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
   }
 
   for (int i = 0; i < plan.n; ++i) {
-    const hal::Candidate& c = plan.at[i];
+    const route::Candidate& c = plan.at[i];
     if (!c.backend) {
       native();
       return "native";

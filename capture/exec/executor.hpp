@@ -7,7 +7,7 @@
 
 #include "capture/blas/blas.hpp"
 #include "capture/capture.hpp"
-#include "hal/router.hpp"
+#include "route/router.hpp"
 
 namespace sol::config {
 struct Config;
@@ -38,7 +38,7 @@ void set_decline_listener(DeclineListener listener) noexcept;
 bool executor_always_native(Sym sym, const void* native) noexcept;
 
 // The program's own library for a native definition, classified once per symbol.
-hal::NativeKind native_kind(Sym sym, const void* native) noexcept;
+route::NativeKind native_kind(Sym sym, const void* native) noexcept;
 
 // Reports an invalid call as the reference BLAS / CBLAS would, through the program's own
 // xerbla_ or cblas_xerbla (which may end the process). arg_errors.cpp.

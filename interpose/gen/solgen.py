@@ -48,7 +48,7 @@ ELEM = {
 }
 CONCRETE = {"f": "float", "d": "double"}
 CHAR_ENUMS = {"trans": "CBLAS_TRANSPOSE", "uplo": "CBLAS_UPLO", "side": "CBLAS_SIDE", "diag": "CBLAS_DIAG"}
-# The fields of sol::capture::BlasArgs (capture/ir/node.hpp) that a spec argument may fill.
+# The fields of sol::capture::BlasArgs (ir/node.hpp) that a spec argument may fill.
 BLAS_FIELDS = {
     "char": ["transa", "transb", "uplo", "side", "diag"],
     "int": ["m", "n", "k", "kl", "ku", "lda", "ldb", "ldc", "incx", "incy"],
@@ -592,7 +592,7 @@ class CublasFn:
             raise SystemExit("cublas spec: %s: op %s is none of gemm, gemv, cublas_api" % (self.name, self.op))
 
 
-# How a GEMM's or GEMV's parameters fill the node: BlasArgs (capture/ir/node.hpp) for what
+# How a GEMM's or GEMV's parameters fill the node: BlasArgs (ir/node.hpp) for what
 # BLAS has too, DeviceBlas for the rest. Every parameter must be named here, so that a new
 # entry point cannot lose an argument silently.
 CUBLAS_FILL = {

@@ -71,7 +71,7 @@ std::string example_config() {
   return "config/sol.example.toml";
 }
 
-// The one flag of every view of a trace that shows set-up calls (capture/ir/setup.hpp).
+// The one flag of every view of a trace that shows set-up calls (ir/setup.hpp).
 constexpr const char* kSetupHelp =
     "also show set-up calls (oneDNN's descriptors and memory objects, cuBLAS and cuDNN handles...), which "
     "compute nothing";

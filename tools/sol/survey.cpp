@@ -14,7 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "capture/ir/setup.hpp"
+#include "ir/setup.hpp"
 
 namespace sol::tools {
 namespace {

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "capture/ir/symbols.hpp"
+#include "ir/symbols.hpp"
 
 namespace sol {
 using cfloat = std::complex<float>;
@@ -49,12 +49,12 @@ constexpr size_t dtype_real_size(DType d) noexcept {
 
 enum class Op : uint8_t {
 #define SOL_OP(name, family) name,
-#include "capture/ir/ops.def"
+#include "ir/ops.def"
 #undef SOL_OP
 };
 inline constexpr size_t kNumOps = 0
 #define SOL_OP(name, family) +1
-#include "capture/ir/ops.def"
+#include "ir/ops.def"
 #undef SOL_OP
     ;
 inline constexpr size_t kNumDTypes = static_cast<size_t>(DType::s32) + 1;
@@ -209,11 +209,11 @@ struct Ret {
 // leading dimensions and operand pointers, column-major as cuBLAS is). The wrapper fills the
 // arguments; the frontend (interpose/cublas) completes the rest before the call runs.
 struct DeviceBlas {
-  int64_t batch = 0;                           // GEMMs of a batched call; 0: one, not batched
+  int64_t batch = 0;                              // GEMMs of a batched call; 0: one, not batched
   int64_t stridea = 0, strideb = 0, stridec = 0;  // elements between members (strided batched)
-  void* handle = nullptr;                      // cublasHandle_t / cublasLtHandle_t
-  void* stream = nullptr;                      // cudaStream_t the call is queued on
-  const void* alpha = nullptr;                 // the scalars as passed: host or device memory
+  void* handle = nullptr;                         // cublasHandle_t / cublasLtHandle_t
+  void* stream = nullptr;                         // cudaStream_t the call is queued on
+  const void* alpha = nullptr;                    // the scalars as passed: host or device memory
   const void* beta = nullptr;
   int32_t atype = -1, btype = -1, ctype = -1;  // cudaDataType of A, B, C (-1: the routine's own)
   int32_t compute = -1;                        // cublasComputeType_t (-1: the routine's own)
@@ -240,7 +240,7 @@ struct Node {
   // lets the tracer recognise a stack it has seen without walking it. 0 when unknown.
   uintptr_t ret_slot;
   // A DNN node (op of the "dnn" family): what the primitive computes and this call's tensors
-  // (capture/ir/dnn.hpp). Set by the frontend; nullptr for every other node.
+  // (ir/dnn.hpp). Set by the frontend; nullptr for every other node.
   const dnn::Call* dnn;
   // A device BLAS call (cuBLAS, cuBLASLt): what BlasArgs cannot say (batch, types, stream...).
   // Set by the wrapper, on its stack; nullptr for every other node. Such a node always runs
@@ -253,8 +253,17 @@ struct Node {
   };
 
   Node(Sym s, Op o, DType d) noexcept
-      : sym(s), api(symbol_api(s)), op(o), dtype(d), ilp64(false), ret{}, result(nullptr), native(nullptr),
-        ret_slot(0), dnn(nullptr), device(nullptr) {
+      : sym(s),
+        api(symbol_api(s)),
+        op(o),
+        dtype(d),
+        ilp64(false),
+        ret{},
+        result(nullptr),
+        native(nullptr),
+        ret_slot(0),
+        dnn(nullptr),
+        device(nullptr) {
     std::memset(static_cast<void*>(&blas), 0, sizeof blas);
   }
 };

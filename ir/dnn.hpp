@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <string>
 
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 
 namespace sol::capture::dnn {
 
@@ -48,7 +48,7 @@ struct Layout {
   int64_t strides[kMaxDims] = {};  // elements between consecutive outer indices of each dim
   int64_t offset0 = 0;             // elements before element (0, ..., 0)
   int nblocks = 0;
-  int64_t block[kMaxBlocks] = {};    // inner block sizes, outermost first
+  int64_t block[kMaxBlocks] = {};     // inner block sizes, outermost first
   int8_t block_dim[kMaxBlocks] = {};  // which dim each inner block splits
 
   bool plain() const noexcept { return nblocks == 0; }
@@ -133,34 +133,31 @@ enum class Prop : uint8_t {
 const char* prop_name(Prop p) noexcept;
 
 // Algorithms, by kind. SOL_DNN_ALG(name)
-#define SOL_DNN_ALGS(X)                                                                                  \
-  X(none)                                                                                                \
-  /* convolution, deconvolution: every algorithm computes the direct convolution */                      \
-  X(direct)                                                                                              \
-  /* eltwise, and eltwise post-ops: y = f(x; alpha, beta) as oneDNN 2.x defines them */                 \
-  X(relu) /* x > 0 ? x : alpha * x */                                                                    \
-  X(tanh) X(elu) /* x > 0 ? x : alpha * (e^x - 1) */                                                     \
-  X(square) X(abs) X(sqrt) X(linear) /* alpha * x + beta */                                              \
-  X(bounded_relu) /* min(alpha, max(x, 0)) */                                                            \
-  X(soft_relu) /* log(1 + e^x) */                                                                        \
-  X(logistic) X(exp) X(gelu_tanh) X(gelu_erf) X(swish) /* x * logistic(alpha * x) */                    \
-  X(log) X(clip) /* min(beta, max(alpha, x)) */                                                          \
-  X(clip_v2) /* clip, but x <= alpha gives alpha and x > beta gives beta */                              \
-  X(pow) /* alpha * x^beta */                                                                            \
-  X(round) X(logsigmoid) X(mish) X(hardswish) /* x * min(max(x + 3, 0), 6) / 6 */                       \
-  /* the backward pass of these reads dst instead of src */                                              \
-  X(relu_dst) X(tanh_dst) X(elu_dst) X(sqrt_dst) X(logistic_dst) X(exp_dst) X(clip_v2_dst)              \
-  /* pooling */                                                                                          \
-  X(pool_max) X(pool_avg_include_padding) X(pool_avg_exclude_padding)                                    \
-  /* binary, and binary post-ops */                                                                      \
-  X(add) X(mul) X(max) X(min) X(div) X(sub) X(ge) X(gt) X(le) X(lt) X(eq) X(ne)                          \
-  /* lrn */                                                                                              \
-  X(lrn_across) X(lrn_within)                                                                            \
-  /* resampling */                                                                                       \
-  X(nearest) X(linear_interp)                                                                            \
-  /* reduction */                                                                                        \
-  X(reduce_max) X(reduce_min) X(reduce_sum) X(reduce_mul) X(reduce_mean) X(reduce_norm_lp_max)           \
-  X(reduce_norm_lp_sum) X(reduce_norm_lp_power_p_max) X(reduce_norm_lp_power_p_sum)
+#define SOL_DNN_ALGS(X)                                                                                      \
+  X(none)                                                                                                    \
+  /* convolution, deconvolution: every algorithm computes the direct convolution */                          \
+  X(direct)                                                                                                  \
+  /* eltwise, and eltwise post-ops: y = f(x; alpha, beta) as oneDNN 2.x defines them */                      \
+  X(relu) /* x > 0 ? x : alpha * x */                                                                        \
+  X(tanh)                                                                                                    \
+  X(elu)                                                   /* x > 0 ? x : alpha * (e^x - 1) */               \
+      X(square) X(abs) X(sqrt) X(linear)                   /* alpha * x + beta */                            \
+      X(bounded_relu)                                      /* min(alpha, max(x, 0)) */                       \
+      X(soft_relu)                                         /* log(1 + e^x) */                                \
+      X(logistic) X(exp) X(gelu_tanh) X(gelu_erf) X(swish) /* x * logistic(alpha * x) */                     \
+      X(log) X(clip)                                       /* min(beta, max(alpha, x)) */                    \
+      X(clip_v2) /* clip, but x <= alpha gives alpha and x > beta gives beta */                              \
+      X(pow)     /* alpha * x^beta */                                                                        \
+      X(round) X(logsigmoid) X(mish)                                                                         \
+          X(hardswish) /* x * min(max(x + 3, 0), 6) / 6 */ /* the backward pass of these reads dst instead   \
+                                                              of src */                                      \
+      X(relu_dst) X(tanh_dst) X(elu_dst) X(sqrt_dst) X(logistic_dst) X(exp_dst) X(clip_v2_dst) /* pooling */ \
+      X(pool_max) X(pool_avg_include_padding) X(pool_avg_exclude_padding) /* binary, and binary post-ops */  \
+      X(add) X(mul) X(max) X(min) X(div) X(sub) X(ge) X(gt) X(le) X(lt) X(eq) X(ne) /* lrn */                \
+      X(lrn_across) X(lrn_within)                                                   /* resampling */         \
+      X(nearest) X(linear_interp)                                                   /* reduction */          \
+      X(reduce_max) X(reduce_min) X(reduce_sum) X(reduce_mul) X(reduce_mean) X(reduce_norm_lp_max)           \
+          X(reduce_norm_lp_sum) X(reduce_norm_lp_power_p_max) X(reduce_norm_lp_power_p_sum)
 
 enum class Alg : uint8_t {
 #define SOL_DNN_ALG_ENUM(name) name,
@@ -214,8 +211,8 @@ struct Desc {
   int ntensors = 0;
   Tensor tensors[kMaxTensors];
 
-  double flops = 0;  // one execution (multiply-add = 2)
-  double bytes = 0;  // read plus written
+  double flops = 0;   // one execution (multiply-add = 2)
+  double bytes = 0;   // read plus written
   std::string shape;  // the problem as text, for traces and logs (the frontend's notation)
   // Why this primitive cannot be a node for SOL's backends (runtime dimensions, an attribute or
   // layout the IR cannot express...), or nullptr. Such a node is described (traces show it) but

@@ -1,5 +1,5 @@
-// Names and data-direction rules of DNN nodes (capture/ir/dnn.hpp).
-#include "capture/ir/dnn.hpp"
+// Names and data-direction rules of DNN nodes (ir/dnn.hpp).
+#include "ir/dnn.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -142,8 +142,9 @@ uint64_t bits(float f) noexcept {
 }
 uint64_t layout_key(uint64_t h, const Tensor& x) noexcept {
   const Layout& l = x.desc.layout;
-  h = mix(h, static_cast<uint64_t>(x.arg) | uint64_t{x.index} << 8 | static_cast<uint64_t>(x.desc.dtype) << 16 |
-                 static_cast<uint64_t>(l.ndims) << 24 | static_cast<uint64_t>(l.nblocks) << 32);
+  h = mix(h, static_cast<uint64_t>(x.arg) | uint64_t{x.index} << 8 |
+                 static_cast<uint64_t>(x.desc.dtype) << 16 | static_cast<uint64_t>(l.ndims) << 24 |
+                 static_cast<uint64_t>(l.nblocks) << 32);
   h = mix(mix(h, static_cast<uint64_t>(l.offset0)), x.desc.bytes);
   for (int i = 0; i < l.ndims; ++i)
     h = mix(mix(mix(h, static_cast<uint64_t>(l.dims[i])), static_cast<uint64_t>(l.padded[i])),
@@ -155,21 +156,24 @@ uint64_t layout_key(uint64_t h, const Tensor& x) noexcept {
 }  // namespace
 
 uint64_t content_key(const Desc& d) noexcept {
-  uint64_t h = mix(0x736f6c2d646e6eull, static_cast<uint64_t>(d.kind) | static_cast<uint64_t>(d.prop) << 8 |
-                                           static_cast<uint64_t>(d.alg) << 16 | static_cast<uint64_t>(d.dtype) << 24 |
-                                           static_cast<uint64_t>(d.npost_ops) << 32 |
-                                           static_cast<uint64_t>(d.ntensors) << 40);
-  for (int64_t v : {static_cast<int64_t>(d.nsp), d.groups, static_cast<int64_t>(d.axis), d.group_size, d.local_size})
+  uint64_t h = mix(0x736f6c2d646e6eull,
+                   static_cast<uint64_t>(d.kind) | static_cast<uint64_t>(d.prop) << 8 |
+                       static_cast<uint64_t>(d.alg) << 16 | static_cast<uint64_t>(d.dtype) << 24 |
+                       static_cast<uint64_t>(d.npost_ops) << 32 | static_cast<uint64_t>(d.ntensors) << 40);
+  for (int64_t v :
+       {static_cast<int64_t>(d.nsp), d.groups, static_cast<int64_t>(d.axis), d.group_size, d.local_size})
     h = mix(h, static_cast<uint64_t>(v));
   for (float f : {d.alpha, d.beta, d.k, d.epsilon, d.output_scale}) h = mix(h, bits(f));
   h = mix(h, static_cast<uint64_t>(d.global_stats) | static_cast<uint64_t>(d.use_scale) << 1 |
                  static_cast<uint64_t>(d.use_shift) << 2 | static_cast<uint64_t>(d.fuse_relu) << 3);
   for (int i = 0; i < 3; ++i)
-    for (int64_t v : {d.kernel[i], d.stride[i], d.dilation[i], d.pad_l[i], d.pad_r[i]}) h = mix(h, static_cast<uint64_t>(v));
+    for (int64_t v : {d.kernel[i], d.stride[i], d.dilation[i], d.pad_l[i], d.pad_r[i]})
+      h = mix(h, static_cast<uint64_t>(v));
   for (float s : d.sum_scales) h = mix(h, bits(s));
   for (int i = 0; i < d.npost_ops; ++i) {
     const PostOp& p = d.post_ops[i];
-    h = mix(h, static_cast<uint64_t>(p.kind) | static_cast<uint64_t>(p.alg) << 8 | static_cast<uint64_t>(p.sum_dtype) << 16);
+    h = mix(h, static_cast<uint64_t>(p.kind) | static_cast<uint64_t>(p.alg) << 8 |
+                   static_cast<uint64_t>(p.sum_dtype) << 16);
     h = mix(mix(mix(h, bits(p.scale)), bits(p.alpha)), bits(p.beta));
   }
   for (int i = 0; i < d.ntensors; ++i) h = layout_key(h, d.tensors[i]);

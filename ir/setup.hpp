@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 
 namespace sol::capture {
 

@@ -1,6 +1,6 @@
 // Names of the IR's enums, for traces, reports and logs.
-#include "capture/ir/node.hpp"
-#include "capture/ir/setup.hpp"
+#include "ir/node.hpp"
+#include "ir/setup.hpp"
 
 namespace sol::capture {
 
@@ -35,12 +35,12 @@ const char* dtype_name(DType d) noexcept {
 namespace {
 constexpr const char* kOpNames[] = {
 #define SOL_OP(name, family) #name,
-#include "capture/ir/ops.def"
+#include "ir/ops.def"
 #undef SOL_OP
 };
 constexpr const char* kOpFamilies[] = {
 #define SOL_OP(name, family) #family,
-#include "capture/ir/ops.def"
+#include "ir/ops.def"
 #undef SOL_OP
 };
 constexpr const char* kSymbolNames[] = {

@@ -1,4 +1,4 @@
-#include "hal/router.hpp"
+#include "route/router.hpp"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include "common/log.hpp"
 #include "config/config.hpp"
 
-namespace sol::hal {
+namespace sol::route {
 
 const char* native_kind_name(NativeKind k) noexcept {
   switch (k) {
@@ -18,7 +18,8 @@ const char* native_kind_name(NativeKind k) noexcept {
     case NativeKind::mkl: return "MKL";
     case NativeKind::blis: return "BLIS";
     case NativeKind::onednn: return "oneDNN";
-    case NativeKind::outclassed: return "OpenBLAS below this CPU's kernels, outclassed by the openblas backend";
+    case NativeKind::outclassed:
+      return "OpenBLAS below this CPU's kernels, outclassed by the openblas backend";
   }
   return "?";
 }
@@ -87,7 +88,7 @@ Router::Found Router::accelerators() noexcept {
   if (!accelerators_done_.load(std::memory_order_relaxed)) {
     bool all = true;
     try {
-      const auto& list = builtin_backends();
+      const auto& list = hal::builtin_backends();
       for (size_t i = 0; i < list.size() && i < kMaxBackends; ++i) {
         if (looked_ & (1u << i)) continue;
         const char* name = list[i].name;
@@ -184,12 +185,14 @@ void Router::add_target(Target& t, bool requested, const capture::Node& node, do
       if (native != NativeKind::missing) out.add(nullptr, requested);
       break;
     case Target::backend:
-      if (Backend* b = t.lazy.get(registry_)) out.add(is_dnn(node) && b->dnn_is_native() ? nullptr : b, requested);
+      if (Backend* b = t.lazy.get(registry_))
+        out.add(is_dnn(node) && b->dnn_is_native() ? nullptr : b, requested);
       break;
   }
 }
 
-void Router::plan(const capture::Node& node, double flops, NativeKind native, Plan& out, const char* measured) {
+void Router::plan(const capture::Node& node, double flops, NativeKind native, Plan& out,
+                  const char* measured) {
   out.n = 0;
   out.rule = nullptr;
   if (!rules_.empty())
@@ -274,4 +277,4 @@ bool Router::always_native(capture::Op op, capture::DType dtype, NativeKind nati
   return false;
 }
 
-}  // namespace sol::hal
+}  // namespace sol::route

@@ -9,16 +9,19 @@
 #include <string>
 #include <vector>
 
-#include "capture/ir/node.hpp"
 #include "common/macros.hpp"
 #include "hal/registry.hpp"
+#include "ir/node.hpp"
 
 namespace sol::config {
 struct Config;
 struct RouteRule;
 }  // namespace sol::config
 
-namespace sol::hal {
+namespace sol::route {
+
+using hal::Backend;
+using hal::Registry;
 
 // What the program's own library for a symbol is, as far as routing cares. `outclassed`: an
 // OpenBLAS running kernels older than this CPU's, whose library SOL's openblas backend runs with
@@ -27,7 +30,8 @@ enum class NativeKind : uint8_t { missing, other, openblas, mkl, blis, onednn, o
 const char* native_kind_name(NativeKind k) noexcept;
 // Libraries that are as fast as SOL's CPU backends: auto leaves work with them.
 constexpr bool optimized(NativeKind k) noexcept {
-  return k == NativeKind::openblas || k == NativeKind::mkl || k == NativeKind::blis || k == NativeKind::onednn;
+  return k == NativeKind::openblas || k == NativeKind::mkl || k == NativeKind::blis ||
+         k == NativeKind::onednn;
 }
 
 struct Candidate {
@@ -53,7 +57,8 @@ class Router {
   // The order in which to try backends for a BLAS `node` doing `flops` of work, its native library
   // being of kind `native`. `measured`: what auto measured fastest for the node's shape class
   // ("native" or a backend's name; auto/profile.hpp), nullptr when nothing was measured.
-  void plan(const capture::Node& node, double flops, NativeKind native, Plan& out, const char* measured = nullptr);
+  void plan(const capture::Node& node, double flops, NativeKind native, Plan& out,
+            const char* measured = nullptr);
 
   // Whether auto decides where this node runs: no [[route]] names another target for it and auto
   // comes first in the preference list. Only then is the node's shape class measured.
@@ -168,8 +173,8 @@ class Router {
   std::atomic<bool> accelerators_done_{false};
   Backend* accelerators_[kMaxAccelerators] = {};  // appended under the mutex, then counted
   std::atomic<int> naccelerators_{0};
-  uint32_t looked_ = 0;  // under the mutex: builtin_backends() entries settled, by index
+  uint32_t looked_ = 0;               // under the mutex: builtin_backends() entries settled, by index
   uint8_t hints_[kMaxBackends] = {};  // under the mutex: each one's accelerator_hint() + 1, 0 unasked
 };
 
-}  // namespace sol::hal
+}  // namespace sol::route
