@@ -36,6 +36,10 @@ struct ArgError {
 // the numbering of netlib's reference BLAS 3.11 and its CBLAS.
 ArgError check(const Node& node) noexcept;
 
+// Reports an invalid call as the reference BLAS / CBLAS would, through the program's own
+// xerbla_ or cblas_xerbla (which may end the process). arg_errors.cpp.
+void report_invalid(const Node& node, const ArgError& error) noexcept;
+
 // Whether a backend takes the node's integers: hal::Reason::ok, or dims_exceed_backend for an
 // ILP64 call with a dimension, leading dimension or increment beyond what the backend's integers
 // hold (hal::Backend::wide_dims: 32 bits unless it says otherwise). For tests, the environment

@@ -616,7 +616,7 @@ const char* execute_call(Node& node, NativeFn program_native) noexcept {
     if (node.api == Api::dnnl)
       node.ret.set(2);  // dnnl_invalid_arguments: oneDNN reports, it does not call xerbla
     else
-      report_invalid(node, err);
+      blas::report_invalid(node, err);
     return "invalid";
   }
 

@@ -40,8 +40,4 @@ bool executor_always_native(Sym sym, const void* native) noexcept;
 // The program's own library for a native definition, classified once per symbol.
 route::NativeKind native_kind(Sym sym, const void* native) noexcept;
 
-// Reports an invalid call as the reference BLAS / CBLAS would, through the program's own
-// xerbla_ or cblas_xerbla (which may end the process). arg_errors.cpp.
-void report_invalid(const Node& node, const blas::ArgError& error) noexcept;
-
 }  // namespace sol::capture
