@@ -1,6 +1,7 @@
-// The executor: runs one node where the router says, falling back along the plan. Eager for now
-// (each node is a graph of one, run at once); a lazy executor that batches nodes plugs in here,
-// between the frontends' submit() and the backends, without touching either.
+// The executor: runs one node where the router (or auto, auto/auto.hpp) says, falling back along
+// the plan. Each node is handed to its backend as it is submitted; under SOL_LAZY a device backend
+// may keep the results on the device and run its work later (hal/coherence.hpp), and the executor
+// first brings back what a node that runs on the host needs (capture/lazy).
 #pragma once
 
 #include <string>
