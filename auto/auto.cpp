@@ -305,6 +305,197 @@ const char* judge_again(State& st, const Node& node, int native, uint64_t key, O
   }
 }
 
+// The program's own routine in a race: the Fortran one (a CBLAS call's column-major equivalent is
+// what every candidate computes), or for dnnl_sgemm oneDNN's own, on the same equivalent.
+struct RunNative {
+  void* own;
+  Sym routine;
+  bool row_major_own;
+  hal::Reason operator()(Node& cm) noexcept {
+    const measure::Started t0 = measure::slowing() ? measure::started() : measure::Started{};
+    if (row_major_own)
+      blas::call_dnnl_sgemm(own, cm);
+    else
+      blas::call_fortran(routine, own, cm, cm.ilp64);
+    measure::native_slowed_if_asked(t0, true);
+    return hal::Reason::ok;
+  }
+};
+
+// One race of a class: who runs in it (the candidates refer to `native_run`, `runs` and `calls`,
+// so a Race never moves once entered), where the program's other calls run, and when it began.
+struct Race {
+  Race(int n, uint64_t k) : native(n), key(k) {}
+  int native;
+  uint64_t key;
+  RunNative native_run{};
+  std::vector<hal::Backend*> backends;
+  std::vector<measure::OnBackend> runs;
+  std::vector<CallItself> calls;
+  std::vector<measure::Candidate> candidates;
+  std::string home;        // "" alone, else where most of the program's measured classes went
+  std::string left_out;    // why native is left out, "" when it runs
+  bool native_in = false;  // native is measured, on the call itself
+  uint64_t race_from = 0, measuring_from = 0;
+  const char* made_call = nullptr;  // the candidate that made the program's call in the race
+};
+
+// Where a class that is known, on trial or judged again goes (`race` false), or that it is to be
+// raced now (`race` true; `reclaimed`: a provisional class claimed again once calm). nullptr with
+// `race` false: the router's built-in order decides.
+const char* known_choice(State& st, const Node& node, double flops, int native, uint64_t& key,
+                         OpenTrial*& trial, bool& provisional, bool& race, bool& reclaimed) noexcept {
+  profile::Profile& prof = st.profile;
+  race = reclaimed = false;
+  // A class whose candidates measured close, called in other halves of its sizes: its sub-class.
+  bool again = false;
+  const int v = prof.lookup(native, key, node, &again);
+  if (SOL_LIKELY(v >= 0 && !again)) return prof.candidate_name(v);
+  if (v >= 0) {
+    // Routed by a provisional row (Row::How): measured again once the process is calm, once; until
+    // then, and for an invalid call, routed by it, call by call (no call's plan is remembered).
+    provisional = true;
+    if (decision_ns() < pools_quiet_ns(node) || blas::check(node).level != blas::ArgError::none ||
+        !prof.claim_again(native, key))
+      return prof.candidate_name(v);
+    SOL_LOG(debug, "measuring %s again, calm: its figures were provisional",
+            profile::class_text(key).c_str());
+    provisional = false;
+    race = reclaimed = true;  // the slot says kMeasuring
+    return nullptr;
+  }
+  if (v == profile::Profile::kTrial) {
+    std::lock_guard<std::mutex> lock(st.trials_mu);
+    for (const auto& t : st.trials)
+      if (!t->trial.done() && t->native == native && t->key == key) {
+        trial = t.get();
+        return t->trial.incumbent_turn() ? t->incumbent_name() : t->candidate_name();
+      }
+    return nullptr;  // decided meanwhile
+  }
+  if (v == profile::Profile::kJudgeAgain) return judge_again(st, node, native, key, trial);
+  if (v != profile::Profile::kUnknown) return nullptr;
+  // An accelerator still starting (it may be the fastest for a class this large): the class is
+  // measured once it is up, with every candidate; meanwhile the built-in order routes its calls.
+  if (flops >= st.router.accelerator_floor() && !st.router.accelerators_known()) {
+    log::once(log::Level::debug, "auto: accelerator starting",
+              "auto: an accelerator is still starting; classes are measured once it is up");
+    return nullptr;
+  }
+  if (!st.profile.measuring()) {
+    prof.unrouted(native, key);
+    return nullptr;
+  }
+  race = true;
+  return nullptr;
+}
+
+// Fills the race's candidates: native's own routine, then each backend; where the program's
+// other calls run (home); whether native is left out. false when there is nothing to race.
+bool enter(State& st, Node& node, double flops, Race& r) {
+  const Sym routine = blas::fortran_routine(node.op, node.dtype, node.blas.real_alpha);
+  const bool row_major_own = node.api == Api::dnnl;
+  void* own = !node.native || routine == blas::kNoRoutine ? nullptr
+              : row_major_own                             ? const_cast<void*>(node.native)
+                                                          : blas::native_routine(node, routine);
+  r.native_run = {own, routine, row_major_own};
+  candidates_for(st, flops, r.backends);
+  r.runs.reserve(r.backends.size());  // the candidates below refer to these: no reallocation
+  r.calls.reserve(r.backends.size());
+  if (own) r.candidates.push_back({"native", blas::FunctionRef<hal::Reason(Node&)>(r.native_run), -1});
+  for (hal::Backend* b : r.backends) {
+    if (own && b->runs_native_code(routine, own)) continue;  // native's own code: measured as native
+    r.runs.push_back({b});
+    r.calls.push_back({st.call_on, b, &node});
+    r.candidates.push_back({b->name(), blas::FunctionRef<hal::Reason(Node&)>(r.runs.back()),
+                            b->accelerator() ? b->estimate_seconds(node, flops) : -1,
+                            blas::FunctionRef<hal::Reason()>(r.calls.back())});
+  }
+  if (r.native < 0 || r.candidates.size() < (own ? 2u : 1u)) return false;
+  // The program's earlier classes (their first calls ran natively): where most of them went.
+  if (st.native_ran.load(std::memory_order_relaxed)) {
+    r.home = st.profile.home(r.native);
+    if (r.home.empty()) r.home = "native";
+  }
+  // A misdetected library (Prescott kernels on an AVX-512 machine), or one that lost each class
+  // so far: its call, several times slower than the others', is neither made nor measured; the
+  // chosen candidate computes it.
+  if (own) {
+    const char* outclassing = nullptr;
+    for (hal::Backend* b : r.backends)
+      if (!outclassing && b->outclasses_native(routine, own)) outclassing = b->name();
+    r.left_out = rules::native_left_out(flops, outclassing, r.home, st.native_outclassed(r.native));
+  }
+  if (!r.left_out.empty()) r.candidates.erase(r.candidates.begin());  // native is first
+  r.native_in = own && r.left_out.empty();
+  return true;
+}
+
+// The race's figures at SOL_LOG=debug.
+void log_race(const Node& node, const Race& r, const profile::Row& row) {
+  if (!log::enabled(log::Level::debug)) return;
+  const auto text = [](const std::vector<profile::Rate>& rates) {
+    std::string t;
+    for (const auto& x : rates) t += " " + x.candidate + "=" + std::to_string(x.gflops).substr(0, 7);
+    return t;
+  };
+  const std::string rates = text(row.rates), set_up = text(row.set_up);
+  const bool outclassed = !r.left_out.empty();
+  SOL_LOG(debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s (measuring took %.1f ms%s%s%s%s%s%s%s%s%s)",
+          profile::class_text(r.key).c_str(), symbol_name(node.sym), row.size.c_str(), rates.c_str(),
+          row.choice.c_str(), static_cast<double>(decision_ns() - r.measuring_from) * 1e-6,
+          r.home.empty() ? "" : ", beside ", r.home.c_str(), r.home.empty() ? "" : "'s threads",
+          outclassed ? "; native left out: " : "", r.left_out.c_str(),
+          r.made_call ? "; the call itself on " : "", r.made_call ? r.made_call : "",
+          set_up.empty() ? "" : "; first run taken again:", set_up.c_str());
+}
+
+// What a race found, kept: its figures' trust (How), the profile's row, and the trial in use it
+// leads to, if any (`trial` set). Returns where this call goes when nobody made it while measuring.
+const char* settle(State& st, const Node& node, double flops, Race& r, profile::Row& row, const char* ran_on,
+                   OpenTrial*& trial) {
+  profile::Profile& prof = st.profile;
+  const bool outclassed = !r.left_out.empty();
+  const bool tuning = g_tuning.load(std::memory_order_relaxed);
+  if (tuning) race_until_agreed(node, flops, r.candidates, r.home, row);
+  if (outclassed) st.note_native();  // the program's calls of other classes come after this one
+  if (r.native >= 0 && r.native < 16 && !outclassed) st.natives[r.native].note(row);
+  const std::string disturbed =
+      tuning || assumed_calm()
+          ? ""
+          : rules::disturbed(r.race_from, pools_quiet_ns(node), row, prof.near_calm(r.native, r.key));
+  row.how = !disturbed.empty() ? profile::How::provisional
+            : tuning           ? profile::How::tuned
+                               : profile::How::calm;
+  if (!disturbed.empty())
+    SOL_LOG(debug, "provisional figures for %s: %s; measured again once calm",
+            profile::class_text(r.key).c_str(), disturbed.c_str());
+  log_race(node, r, row);
+  warn_if_measured_slow(node, flops, row, r.home);
+  const rules::NextTrial next = rules::after_race(row, r.native_in, r.home, kind_of(st, node));
+  if (next.candidate.empty()) {
+    prof.record(r.native, row);
+    const int chosen = prof.lookup(r.native, r.key);
+    return chosen >= 0 ? prof.candidate_name(chosen) : nullptr;
+  }
+  hal::Backend* incumbent = next.incumbent == "native" ? nullptr : st.registry.get(next.incumbent);
+  SOL_LOG(debug, "trying %s in use for %s, between two turns of %s's: %s", next.candidate.c_str(),
+          profile::class_text(r.key).c_str(), next.incumbent.c_str(),
+          next.from_home ? "measured away from the threads most of the program's calls run on"
+                         : "measured beside each other's threads");
+  // The choice is recorded first: it stands if the process ends before the trial. One that
+  // would leave home stays home's meanwhile: the classes measured during its trial are
+  // measured beside the threads the program's calls run on.
+  prof.record(r.native, row);
+  // This call, when nobody made it while measuring, and the next go to the incumbent: its
+  // first turn, this call included. (Not a call of another class on the incumbent's threads,
+  // which would count the candidate's calls as settled from the first, beside those threads
+  // still spinning from this one.)
+  trial = open_trial(st, r.native, r.key, std::move(row), st.registry.get(next.candidate), incumbent, flops,
+                     next.from_home);
+  return ran_on || !incumbent ? nullptr : incumbent->name();
+}
+
 // What auto measured fastest for this node's shape class ("native" or a backend's name), measuring
 // it now if nobody has: nullptr when nothing is known (the router's built-in order decides).
 // Measuring runs the call itself natively first, timed, as native's sample; with native left out,
@@ -320,116 +511,29 @@ const char* measured_choice(State& st, Node& node, double flops, NativeFn native
   provisional = false;
   profile::Profile& prof = st.profile;
   const int native = native_index(st, node);
-  // A class whose candidates measured close, called in other halves of its sizes: its sub-class.
   uint64_t key = profile::class_of(node);
-  bool again = false;
-  const int v = prof.lookup(native, key, node, &again);
-  if (SOL_LIKELY(v >= 0 && !again)) return prof.candidate_name(v);
-  if (v >= 0) {
-    // Routed by a provisional row (Row::How): measured again once the process is calm, once; until
-    // then, and for an invalid call, routed by it, call by call (no call's plan is remembered).
-    provisional = true;
-    if (decision_ns() < pools_quiet_ns(node) || blas::check(node).level != blas::ArgError::none ||
-        !prof.claim_again(native, key))
-      return prof.candidate_name(v);
-    SOL_LOG(debug, "measuring %s again, calm: its figures were provisional",
-            profile::class_text(key).c_str());
-    provisional = false;
-  } else if (v == profile::Profile::kTrial) {
-    std::lock_guard<std::mutex> lock(st.trials_mu);
-    for (const auto& t : st.trials)
-      if (!t->trial.done() && t->native == native && t->key == key) {
-        trial = t.get();
-        return t->trial.incumbent_turn() ? t->incumbent_name() : t->candidate_name();
-      }
-    return nullptr;  // decided meanwhile
-  }
-  if (v == profile::Profile::kJudgeAgain) return judge_again(st, node, native, key, trial);
-  const bool reclaimed = v >= 0;  // claimed again above: the slot says kMeasuring
-  if (!reclaimed) {
-    if (v != profile::Profile::kUnknown) return nullptr;
-    // An accelerator still starting (it may be the fastest for a class this large): the class is
-    // measured once it is up, with every candidate; meanwhile the built-in order routes its calls.
-    if (flops >= st.router.accelerator_floor() && !st.router.accelerators_known()) {
-      log::once(log::Level::debug, "auto: accelerator starting",
-                "auto: an accelerator is still starting; classes are measured once it is up");
-      return nullptr;
-    }
-    if (!prof.measuring()) {
-      prof.unrouted(native, key);
-      return nullptr;
-    }
-  }
+  bool race = false, reclaimed = false;
+  const char* known = known_choice(st, node, flops, native, key, trial, provisional, race, reclaimed);
+  if (!race) return known;
   err = blas::check(node);
   checked = true;
   if (err.level != blas::ArgError::none) return nullptr;
   if (!reclaimed && !prof.claim(native, key)) return nullptr;  // another thread measures it right now
   try {
-    // The program's own routine (the Fortran one: a CBLAS call's column-major equivalent is what
-    // every candidate computes; for dnnl_sgemm, oneDNN's own, on the same equivalent), then each
-    // backend.
-    const Sym routine = blas::fortran_routine(node.op, node.dtype, node.blas.real_alpha);
-    const bool row_major_own = node.api == Api::dnnl;
-    void* own = !node.native || routine == blas::kNoRoutine ? nullptr
-                : row_major_own                             ? const_cast<void*>(node.native)
-                                                            : blas::native_routine(node, routine);
-    auto run_native = [&](Node& cm) noexcept {
-      const measure::Started t0 = measure::slowing() ? measure::started() : measure::Started{};
-      if (row_major_own)
-        blas::call_dnnl_sgemm(own, cm);
-      else
-        blas::call_fortran(routine, own, cm, cm.ilp64);
-      measure::native_slowed_if_asked(t0, true);
-      return hal::Reason::ok;
-    };
-    std::vector<hal::Backend*> backends;
-    candidates_for(st, flops, backends);
-    std::vector<measure::OnBackend> runs;
-    std::vector<CallItself> calls;
-    runs.reserve(backends.size());  // the candidates below refer to these: no reallocation
-    calls.reserve(backends.size());
-    std::vector<measure::Candidate> candidates;
-    if (own) candidates.push_back({"native", blas::FunctionRef<hal::Reason(Node&)>(run_native), -1});
-    for (hal::Backend* b : backends) {
-      if (own && b->runs_native_code(routine, own)) continue;  // native's own code: measured as native
-      runs.push_back({b});
-      calls.push_back({st.call_on, b, &node});
-      candidates.push_back({b->name(), blas::FunctionRef<hal::Reason(Node&)>(runs.back()),
-                            b->accelerator() ? b->estimate_seconds(node, flops) : -1,
-                            blas::FunctionRef<hal::Reason()>(calls.back())});
-    }
-    if (native < 0 || candidates.size() < (own ? 2u : 1u)) {
+    Race r(native, key);
+    if (!enter(st, node, flops, r)) {
       prof.release(native, key);
       return nullptr;
     }
-    // The program's earlier classes (their first calls ran natively): where most of them went.
-    std::string home;
-    if (st.native_ran.load(std::memory_order_relaxed)) {
-      home = prof.home(native);
-      if (home.empty()) home = "native";
-    }
-    // A misdetected library (Prescott kernels on an AVX-512 machine), or one that lost each class
-    // so far: its call, several times slower than the others', is neither made nor measured; the
-    // chosen candidate computes it.
-    std::string left_out;
-    if (own) {
-      const char* outclassing = nullptr;
-      for (hal::Backend* b : backends)
-        if (!outclassing && b->outclasses_native(routine, own)) outclassing = b->name();
-      left_out = rules::native_left_out(flops, outclassing, home, st.native_outclassed(native));
-    }
-    const bool outclassed = !left_out.empty();
-    if (outclassed) candidates.erase(candidates.begin());  // native is first
-    const bool native_in = own && !outclassed;             // native is measured, on the call itself
     // A backend still setting up would be timed on its set-up, and slow the others (native's call
     // too: beside a busy core, or on its own set-up when it is that backend's library, as the
     // program's dnnl_sgemm is oneDNN's).
     st.measurements.fetch_add(1, std::memory_order_relaxed);
     warm_up::settle();
     if (g_tuning.load(std::memory_order_relaxed)) wait_until(pools_quiet_ns(node));
-    const uint64_t race_from = decision_ns();  // native's call is its first sample
+    r.race_from = decision_ns();  // native's call is its first sample
     double native_seconds = -1;
-    if (native_in) {
+    if (r.native_in) {
       const uint64_t t0 = decision_ns();
       const measure::Started slow = measure::slowing() ? measure::started() : measure::Started{};
       native_call();
@@ -440,73 +544,21 @@ const char* measured_choice(State& st, Node& node, double flops, NativeFn native
     }
     profile::Row row;
     row.key = key;
-    const uint64_t measuring_from = decision_ns();
-    const char* made_call = nullptr;
+    r.measuring_from = decision_ns();
     hal::one_time::note(hal::one_time::measuring);
-    const bool measured = measure::run(node, flops, candidates, native_seconds,
-                                       home.empty() ? nullptr : home.c_str(), row, made_call);
+    const bool measured = measure::run(node, flops, r.candidates, native_seconds,
+                                       r.home.empty() ? nullptr : r.home.c_str(), row, r.made_call);
     st.measurements.fetch_add(1, std::memory_order_relaxed);
-    if (made_call) ran_on = made_call;
+    if (r.made_call) ran_on = r.made_call;
     if (!measured) {
       prof.release(native, key);
       return nullptr;
     }
-    const bool tuning = g_tuning.load(std::memory_order_relaxed);
-    if (tuning) race_until_agreed(node, flops, candidates, home, row);
-    if (outclassed) st.note_native();  // the program's calls of other classes come after this one
-    if (native >= 0 && native < 16 && !outclassed) st.natives[native].note(row);
-    const std::string disturbed =
-        tuning || assumed_calm()
-            ? ""
-            : rules::disturbed(race_from, pools_quiet_ns(node), row, prof.near_calm(native, key));
-    row.how = !disturbed.empty() ? profile::How::provisional
-              : tuning           ? profile::How::tuned
-                                 : profile::How::calm;
-    if (!disturbed.empty())
-      SOL_LOG(debug, "provisional figures for %s: %s; measured again once calm",
-              profile::class_text(key).c_str(), disturbed.c_str());
-    if (log::enabled(log::Level::debug)) {
-      const auto text = [](const std::vector<profile::Rate>& rates) {
-        std::string t;
-        for (const auto& r : rates) t += " " + r.candidate + "=" + std::to_string(r.gflops).substr(0, 7);
-        return t;
-      };
-      const std::string rates = text(row.rates), set_up = text(row.set_up);
-      SOL_LOG(
-          debug, "measured %s (%s, %s):%s GFLOP/s; auto takes %s (measuring took %.1f ms%s%s%s%s%s%s%s%s%s)",
-          profile::class_text(key).c_str(), symbol_name(node.sym), row.size.c_str(), rates.c_str(),
-          row.choice.c_str(), static_cast<double>(decision_ns() - measuring_from) * 1e-6,
-          home.empty() ? "" : ", beside ", home.c_str(), home.empty() ? "" : "'s threads",
-          outclassed ? "; native left out: " : "", left_out.c_str(), made_call ? "; the call itself on " : "",
-          made_call ? made_call : "", set_up.empty() ? "" : "; first run taken again:", set_up.c_str());
-    }
-    warn_if_measured_slow(node, flops, row, home);
-    const rules::NextTrial next = rules::after_race(row, native_in, home, kind_of(st, node));
-    if (!next.candidate.empty()) {
-      hal::Backend* incumbent = next.incumbent == "native" ? nullptr : st.registry.get(next.incumbent);
-      SOL_LOG(debug, "trying %s in use for %s, between two turns of %s's: %s", next.candidate.c_str(),
-              profile::class_text(key).c_str(), next.incumbent.c_str(),
-              next.from_home ? "measured away from the threads most of the program's calls run on"
-                             : "measured beside each other's threads");
-      // The choice is recorded first: it stands if the process ends before the trial. One that
-      // would leave home stays home's meanwhile: the classes measured during its trial are
-      // measured beside the threads the program's calls run on.
-      prof.record(native, row);
-      // This call, when nobody made it while measuring, and the next go to the incumbent: its
-      // first turn, this call included. (Not a call of another class on the incumbent's threads,
-      // which would count the candidate's calls as settled from the first, beside those threads
-      // still spinning from this one.)
-      trial = open_trial(st, native, key, std::move(row), st.registry.get(next.candidate), incumbent, flops,
-                         next.from_home);
-      return ran_on || !incumbent ? nullptr : incumbent->name();
-    }
-    prof.record(native, row);
+    return settle(st, node, flops, r, row, ran_on, trial);
   } catch (...) {
     prof.release(native, key);
     return nullptr;
   }
-  const int chosen = prof.lookup(native, key);
-  return chosen >= 0 ? prof.candidate_name(chosen) : nullptr;
 }
 
 // One call of a class on trial, begun at `started_ns`, at `gflops` (< 0: the candidate declined
