@@ -1,23 +1,16 @@
 #include "capture/exec/executor.hpp"
 
-#include <dlfcn.h>
 #include <pthread.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "auto/auto.hpp"
-#include "auto/measure.hpp"
 #include "capture/blas/blas.hpp"
-#include "capture/blas/call.hpp"
-#include "capture/dnn/operands.hpp"
 #include "capture/exec/state.hpp"
 #include "capture/exec/verify.hpp"
 #include "capture/lazy/coherence.hpp"
@@ -25,12 +18,9 @@
 #include "common/log.hpp"
 #include "common/macros.hpp"
 #include "common/native.hpp"
-#include "common/openblas_core.hpp"
 #include "config/config.hpp"
-#include "hal/one_time.hpp"
 #include "hal/registry.hpp"
 #include "hal/transfers.hpp"
-#include "ir/dnn.hpp"
 #include "route/router.hpp"
 
 namespace sol::capture {

@@ -6,7 +6,7 @@ candidate fifty times slower (SOL_TEST_SLOW, auto/measure.hpp), a difference no 
 or writes the profile's rows itself, and it asserts the decision, never a time or a figure: which
 candidate a class goes to, what is tried against what, and that results are bit for bit those of
 the chosen library run directly. The rules themselves, with their thresholds, are unit-tested with
-exact inputs (tests/unit/measure: the race on a clock the test moves, the trial call by call, the
+exact inputs (tests/unit/auto: the race on a clock the test moves, the trial call by call, the
 rules around them). Programs that must see a trial end call for three to six seconds of their own
 clock, several times the half second a trial takes; a device's start is waited for, not timed."""
 import glob
