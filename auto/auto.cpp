@@ -143,6 +143,19 @@ void wait_until(uint64_t ns) noexcept {
   }
 }
 
+// Of a race that took `race_ns`, the part that was measuring: when the race made the program's own
+// call on `made_call`, that call's time (one run at its measured rate) is the call's, not measuring.
+uint64_t measuring_ns(uint64_t race_ns, double flops, const profile::Row& row,
+                      const char* made_call) noexcept {
+  if (!made_call) return race_ns;
+  for (const auto& r : row.rates)
+    if (r.candidate == made_call && r.gflops > 0) {
+      const auto own = static_cast<uint64_t>(flops / r.gflops);  // GFLOP/s is flop per ns
+      return own < race_ns ? race_ns - own : 0;
+    }
+  return race_ns;
+}
+
 // Whether two races agree: the same choice, and every candidate both timed within 10 %.
 bool agree(const profile::Row& a, const profile::Row& b) noexcept {
   if (a.choice != b.choice) return false;
@@ -337,6 +350,7 @@ struct Race {
   std::string left_out;    // why native is left out, "" when it runs
   bool native_in = false;  // native is measured, on the call itself
   uint64_t race_from = 0, measuring_from = 0;
+  uint64_t native_ns = 0;           // the program's call, made natively in the race: not measuring
   const char* made_call = nullptr;  // the candidate that made the program's call in the race
 };
 
@@ -458,6 +472,8 @@ const char* settle(State& st, const Node& node, double flops, Race& r, profile::
   const bool outclassed = !r.left_out.empty();
   const bool tuning = g_tuning.load(std::memory_order_relaxed);
   if (tuning) race_until_agreed(node, flops, r.candidates, r.home, row);
+  hal::one_time::note_measuring(
+      measuring_ns(decision_ns() - r.measuring_from - r.native_ns, flops, row, r.made_call));
   if (outclassed) st.note_native();  // the program's calls of other classes come after this one
   if (r.native >= 0 && r.native < 16 && !outclassed) st.natives[r.native].note(row);
   const std::string disturbed =
@@ -529,6 +545,7 @@ const char* measured_choice(State& st, Node& node, double flops, NativeFn native
     // too: beside a busy core, or on its own set-up when it is that backend's library, as the
     // program's dnnl_sgemm is oneDNN's).
     st.measurements.fetch_add(1, std::memory_order_relaxed);
+    r.measuring_from = decision_ns();  // waits for set-ups included: the call's own is not
     warm_up::settle();
     if (g_tuning.load(std::memory_order_relaxed)) wait_until(pools_quiet_ns(node));
     r.race_from = decision_ns();  // native's call is its first sample
@@ -542,15 +559,15 @@ const char* measured_choice(State& st, Node& node, double flops, NativeFn native
       ran_on = "native";
       st.note_native();
     }
+    r.native_ns = static_cast<uint64_t>(native_seconds > 0 ? native_seconds * 1e9 : 0);
     profile::Row row;
     row.key = key;
-    r.measuring_from = decision_ns();
-    hal::one_time::note(hal::one_time::measuring);
     const bool measured = measure::run(node, flops, r.candidates, native_seconds,
                                        r.home.empty() ? nullptr : r.home.c_str(), row, r.made_call);
     st.measurements.fetch_add(1, std::memory_order_relaxed);
     if (r.made_call) ran_on = r.made_call;
     if (!measured) {
+      hal::one_time::note_measuring(decision_ns() - r.measuring_from - r.native_ns);
       prof.release(native, key);
       return nullptr;
     }

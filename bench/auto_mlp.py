@@ -17,7 +17,7 @@ Per setting, whole-process wall time (Python start, torch import, model, 20 step
   auto, first run        libsol with an empty profile: auto measures each shape class once
   auto, second run       the same again: routes from the profile from the first call; a class
   auto, third run        the first run found close (two candidates within 1.5x) is tried in use
-                         again in each (the README's "judged again")
+                         again in each (docs/auto.md's "judged again")
   auto, profiled         the fourth: routes from the settled profile, measures nothing
 Targets: measuring costs <= 2 % of the run (first run's loop vs profiled, over native's whole run: all
 measuring happens in the loop); auto >= 2.5x faster than native

@@ -130,12 +130,12 @@ def main():
             for n in SIZES:
                 budget = 0.05 if n <= 512 else 0.1
                 # auto measures this size's class once, here, in a process long enough for a trial
-                # in use (a candidate measured beside native's spinning threads; see README): the
+                # in use (a candidate measured beside native's spinning threads; see docs/auto.md): the
                 # measurement's few calls, the candidate's turn (0.3 s, three calls at least) and
                 # native's (three calls at least), and while the candidate is ahead a second of
                 # each (0.2 s, and three calls); about sixteen calls of a large size at 150 GFLOP/s.
                 # A class whose two best the first process found within 1.5x is judged again by the
-                # next two (README: a close call is judged again), as by a program's next runs: the
+                # next two (docs/auto.md: a close call is judged again), as by a program's next runs: the
                 # same, so that their trials are over before they end (the timed runs below are
                 # shorter than a trial's turns, and would count as judges without judging).
                 for _ in range(JUDGES):

@@ -5,16 +5,23 @@
 namespace sol::hal::one_time {
 namespace {
 constinit SOL_TLS uint8_t t_kinds = 0;
+constinit SOL_TLS uint64_t t_measuring_ns = 0;
 }  // namespace
 
 void note(Kind kind) noexcept {
   t_kinds |= kind;
 }
 
-uint8_t take() noexcept {
-  const uint8_t kinds = t_kinds;
+void note_measuring(uint64_t ns) noexcept {
+  t_kinds |= measuring;
+  t_measuring_ns += ns;
+}
+
+Work take() noexcept {
+  const Work work{t_kinds, t_measuring_ns};
   t_kinds = 0;
-  return kinds;
+  t_measuring_ns = 0;
+  return work;
 }
 
 std::string names(uint8_t kinds) {

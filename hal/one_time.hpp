@@ -13,8 +13,16 @@ namespace sol::hal::one_time {
 enum Kind : uint8_t { kernel_compile = 1, kernel_load = 2, backend_start = 4, measuring = 8 };
 
 void note(Kind kind) noexcept;
-// The kinds noted on this thread since the last take (a mask of Kind), and clears them.
-uint8_t take() noexcept;
+// Auto measured inside this call for `ns`: noted as `measuring`, the time kept apart so that a
+// trace can tell the call's own time (a 0.1 ms SGEMM) from the race it paid for (tens of ms).
+void note_measuring(uint64_t ns) noexcept;
+
+struct Work {
+  uint8_t kinds = 0;          // a mask of Kind
+  uint64_t measuring_ns = 0;  // of the call's time, what auto's measuring took
+};
+// The work noted on this thread since the last take, and clears it.
+Work take() noexcept;
 // "kernel compile, auto's measuring": the kinds of a mask, for people and trace files.
 std::string names(uint8_t kinds);
 

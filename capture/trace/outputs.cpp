@@ -77,6 +77,7 @@ struct Merged {
   std::vector<SiteStats> sites;
   std::vector<OneTime> sig_one_time, site_one_time;  // as long as sigs and sites
   uint64_t calls = 0, traced_ns = 0;
+  OneTime measuring;  // auto's measuring, over all signatures: its calls and time
 };
 
 Merged merge(State& s) {
@@ -121,6 +122,8 @@ Merged merge(State& s) {
     m.calls += st.calls;
     m.traced_ns += st.total_ns;
   }
+  for (const auto& t : m.sig_one_time)
+    if (t.measuring_ns) m.measuring.add(hal::one_time::measuring, t.ns, t.measuring_ns);
   return m;
 }
 
@@ -226,6 +229,7 @@ void one_time_json(std::string& out, const OneTime& t) {
   if (!t.calls) return;
   out += ", \"one_time_calls\": " + u64s(t.calls) + ", \"one_time_ns\": " + u64s(t.ns) + ", \"one_time\": ";
   json_str(out, hal::one_time::names(t.kinds));
+  if (t.measuring_ns) out += ", \"measuring_ns\": " + u64s(t.measuring_ns);
 }
 
 std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>& sig_order,
@@ -245,6 +249,7 @@ std::string summary_json(State& s, const Merged& m, const std::vector<uint32_t>&
   json_str(out, s.backend);
   out += ", \"start_unix_ns\": " + u64s(s.start_unix_ns) + ", \"wall_ns\": " + u64s(wall);
   out += ", \"calls\": " + u64s(m.calls) + ", \"traced_ns\": " + u64s(m.traced_ns);
+  out += ", \"measuring_ns\": " + u64s(m.measuring.measuring_ns);
   out += std::string(", \"stacks\": ") + (s.stacks ? "true" : "false") +
          ", \"depth\": " + std::to_string(s.depth);
   out += ", \"exit\": ";
@@ -345,6 +350,12 @@ std::string summary_text(State& s, const Merged& m, const std::vector<uint32_t>&
                   human_ns(st.total_ns / st.calls).c_str(), api_name(symbol_api(g.sym)),
                   symbol_name(g.sym), g.op.c_str(), g.dtype.c_str(), g.backend.c_str());
     out += line + g.shape + "\n";
+  }
+  if (m.measuring.calls) {
+    std::snprintf(line, sizeof line, "\nauto's measuring: %s in %llu calls, apart from their times above\n",
+                  human_ns(m.measuring.measuring_ns).c_str(),
+                  static_cast<unsigned long long>(m.measuring.calls));
+    out += line;
   }
   // The calls that queued work on a GPU, by the time the device spent on it (which the host
   // times above do not show: a launch returns before the work runs).
@@ -556,6 +567,10 @@ void stderr_table(State& s, const Merged& m, const std::vector<uint32_t>& sig_or
     for (size_t i = 1; i < shape.size(); ++i)
       log::write(log::Level::warn, "%*s%s", static_cast<int>(shape_at), "", shape[i].c_str());
   }
+  if (m.measuring.calls)
+    log::write(log::Level::warn, "and %s of auto's measuring in %llu calls, apart from their times above",
+               human_ns(m.measuring.measuring_ns).c_str(),
+               static_cast<unsigned long long>(m.measuring.calls));
   if (setup_calls)
     log::write(log::Level::warn,
                "and %llu set-up calls (%llu signatures) not shown: sol report --setup lists them",

@@ -767,8 +767,14 @@ void Span::finish(const Node& node, const char* backend) noexcept {
   // A node a lazy device backend ran at once, and why (hal/transfers.hpp).
   if (const char* why = hal::transfers::take_eager_note()) e.lit(",\"lazy\":\"eager: ").str(why).lit("\"");
   // Work this call did once for the calls after it (hal/one_time.hpp).
-  const uint8_t one_time = hal::one_time::take();
+  const hal::one_time::Work work = hal::one_time::take();
+  const uint8_t one_time = work.kinds;
   if (one_time) e.lit(",\"one_time\":\"").str(hal::one_time::names(one_time).c_str()).lit("\"");
+  // Auto's measuring inside the call: the event spans it ("dur"); the aggregates count the call's
+  // own time, the measuring apart (OneTime::measuring_ns).
+  const uint64_t measuring = work.measuring_ns < dur ? work.measuring_ns : dur;
+  if (measuring) e.lit(",\"measuring_ns\":").u64(measuring);
+  const uint64_t own = dur - measuring;
   // A deferred node: its number, which the "node ran" event on the lazy track carries too.
   if (const uint64_t lazy_node = hal::transfers::take_lazy_node()) e.lit(",\"lazy_node\":").u64(lazy_node);
   char site_buf[24];
@@ -786,21 +792,21 @@ void Span::finish(const Node& node, const char* backend) noexcept {
     if (t->sigs.size() <= sig_id) t->sigs.resize(sig_id + 1);
     SigStats& st = t->sigs[sig_id];
     ++st.calls;
-    st.total_ns += dur;
-    st.min_ns = dur < st.min_ns ? dur : st.min_ns;
-    st.max_ns = dur > st.max_ns ? dur : st.max_ns;
+    st.total_ns += own;
+    st.min_ns = own < st.min_ns ? own : st.min_ns;
+    st.max_ns = own > st.max_ns ? own : st.max_ns;
     st.flops += flops;
     st.bytes += bytes;
     if (t->sites.size() <= site_) t->sites.resize(site_ + 1);
     SiteStats& at = t->sites[site_];
     ++at.calls;
-    at.total_ns += dur;
+    at.total_ns += own;
     at.add_sig(sig_id, 1);
     if (SOL_UNLIKELY(one_time)) {
       if (t->sig_one_time.size() <= sig_id) t->sig_one_time.resize(sig_id + 1);
       if (t->site_one_time.size() <= site_) t->site_one_time.resize(site_ + 1);
-      t->sig_one_time[sig_id].add(one_time, dur);
-      t->site_one_time[site_].add(one_time, dur);
+      t->sig_one_time[sig_id].add(one_time, own, measuring);
+      t->site_one_time[site_].add(one_time, own, measuring);
     }
   } catch (...) {
   }

@@ -77,17 +77,20 @@ struct Site {
 // steady state. Kept apart from SigStats and SiteStats (ThreadState::one_time): such calls are
 // rare, and a signature's counters stay one cache line.
 struct OneTime {
-  uint64_t calls = 0, ns = 0;
+  uint64_t calls = 0, ns = 0;  // ns: the calls' own time, as in SigStats
+  uint64_t measuring_ns = 0;   // what auto's measuring took inside them, apart from `ns`
   uint8_t kinds = 0;
-  void add(uint8_t call_kinds, uint64_t call_ns) noexcept {
+  void add(uint8_t call_kinds, uint64_t call_ns, uint64_t call_measuring_ns) noexcept {
     if (!call_kinds) return;
     ++calls;
     ns += call_ns;
+    measuring_ns += call_measuring_ns;
     kinds |= call_kinds;
   }
   void add(const OneTime& o) noexcept {
     calls += o.calls;
     ns += o.ns;
+    measuring_ns += o.measuring_ns;
     kinds |= o.kinds;
   }
 };

@@ -23,7 +23,7 @@ writes into DIR:
     exports.map      linker version script: exactly the wrapper names are exported
     exports.txt      one exported name per line with its API family (read by tests)
 
-Every wrapper has the same shape (see interpose/README.md):
+Every wrapper has the same shape (docs/design.md, "How a call travels"):
 
     fast path   the process is in passthrough: one load and one indirect call to the native symbol
     slow path   out of line: re-entry guard, then the arguments are decoded into a capture::Node

@@ -17,7 +17,7 @@
 # runs each row K times in turn (rows named METHOD#2...), so that alternating runs can be compared.
 # bench/lapack.c checks each run (scaled backward error below 30, by plain substitution, no BLAS)
 # and prints a checksum of the factors; a GPU row agrees when its checksum is within 1e-6 of the
-# cpu row's. Prints the table (format: README, Benchmarks, "LAPACK on the GPU") to stdout and to
+# cpu row's. Prints the table (format: bench/README.md, "LAPACK on the GPU") to stdout and to
 # $OUT/lapack_table.txt; the runs' output is in $OUT/lapack/. Exits 1 when a run failed or disagreed.
 #
 # Run from the repository root:

@@ -126,14 +126,38 @@ def test_example_config_is_valid(tmp_path):
     assert r.returncode == 0 and r.stderr == "", r.stderr
 
 
-def test_sol_config_keys_lists_every_variable_in_the_readme():
+def keys_table():
+    """scripts/keys_table.py, which makes docs/configuration.md's table from config/keys.def."""
+    import importlib.util
     from conftest import SOURCE
+    spec = importlib.util.spec_from_file_location("keys_table", SOURCE / "scripts" / "keys_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_configuration_page_has_the_key_table_of_keys_def():
+    """docs/configuration.md's table is what scripts/keys_table.py makes of config/keys.def now."""
+    kt = keys_table()
+    on_page = kt.page_table(kt.PAGE.read_text())
+    assert on_page is not None, "docs/configuration.md lacks the generated table's markers"
+    assert on_page == kt.generated(), "docs/configuration.md's key table is stale: run scripts/keys_table.py --write"
+
+
+def test_the_key_table_lists_every_key_sol_config_knows():
+    """The generator reads keys.def as the loader does: each TOML name and variable that `sol config
+    --keys` lists is a row of the page's table, with its default, and the table has no other row."""
+    kt = keys_table()
+    rows = [l for l in kt.page_table(kt.PAGE.read_text()).splitlines()[2:]]
     r = run([SOL, "config", "--keys"], preload=False)
-    readme = (SOURCE / "README.md").read_text()
-    names = [w for l in r.stdout.splitlines() for w in l.split() if w.startswith("SOL_")]
-    assert len(names) >= 10
-    for name in names:
-        assert "`%s`" % name in readme, "%s is not documented in README.md" % name
+    listed = [l.split() for l in r.stdout.splitlines() if l and not l.startswith(" ")]
+    assert len(listed) >= 30 and len(listed) == len(rows), (len(listed), len(rows))
+    for words, row in zip(listed, rows):
+        for name in words[:2]:  # the TOML name and the variable; "-" where there is none
+            assert name == "-" or "`%s`" % name in row, (name, row)
+        default = words[words.index("default") + 1].rstrip(";")
+        cells = row.split(" | ")
+        assert cells[3] in ("`%s`" % default, "(none)" if default == "(none)" else None), (default, row)
 
 
 def test_a_typo_in_a_backend_list_costs_only_that_entry(tmp_path):
@@ -145,8 +169,8 @@ def test_a_typo_in_a_backend_list_costs_only_that_entry(tmp_path):
 
 def test_every_list_of_backends_is_the_same():
     """One list of backend names (config/config.hpp, from backends/registry.def) behind the
-    unknown-backend message, `sol run --help`, `sol config --keys`, `sol backends`, the README and
-    the example configuration."""
+    unknown-backend message, `sol run --help`, `sol config --keys`, `sol backends`,
+    docs/configuration.md's SOL_BACKEND row and the example configuration."""
     from conftest import SOURCE
     r = run([SOL, "config"], env={"SOL_BACKEND": "nonesuch"}, preload=False)
     known = re.search(r"; known: ([a-z, ]+);", r.stderr).group(1)
@@ -159,7 +183,8 @@ def test_every_list_of_backends_is_the_same():
     out = run([SOL, "backends"], preload=False).stdout
     listed = re.findall(r"^(\S+) +(?:available|unavailable|the program's own library)", out, re.M)
     assert listed == names[1:], out
-    readme_row = next(l for l in (SOURCE / "README.md").read_text().splitlines() if l.startswith("| `SOL_BACKEND`"))
-    assert ", ".join("`%s`" % n for n in names) in readme_row, readme_row
+    page_row = next(l for l in (SOURCE / "docs" / "configuration.md").read_text().splitlines()
+                    if l.startswith("| `backend` | `SOL_BACKEND`"))
+    assert known in page_row, page_row
     example = " ".join(l.lstrip("# ") for l in (SOURCE / "config" / "sol.example.toml").read_text().splitlines())
     assert known in example

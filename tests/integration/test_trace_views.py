@@ -166,3 +166,50 @@ def test_one_time_work_is_noted_on_the_call_that_did_it(tmp_path):
         (noted[0]["symbol"], "backend start", 1)], diff["ops"]["common"]
     text = sol("diff", dirs["native"], dirs["reference"]).stdout
     assert re.search(r" B \S+ \S+ backend start ", text) and "one-time work: calls that also" in text, text
+
+
+def test_measuring_is_recorded_apart_from_the_call(tmp_path):
+    """Under auto with an empty profile, the first call of each shape class races the candidates
+    inside the call. Its trace.json event spans the race and says how much of it was measuring
+    ("measuring_ns"); summary.json counts the call's own time in the op and process totals and the
+    measuring apart, with the same figures; sol report shows it on a line of its own, and counts it
+    in with --with-measuring. Sums of the recorder's own figures: no verdict depends on load."""
+    script = tmp_path / "mm.py"
+    script.write_text("import numpy as np\n"
+                      "a = np.ones((128, 128), np.float32)\n"
+                      "b = np.ones((96, 96), np.float64)\n"
+                      "for _ in range(3): a = a @ a / 128; b = b @ b / 96\n"
+                      "print(float(a.sum()), float(b.sum()))\n")
+    env = {"SOL_BACKEND": "auto", "SOL_TUNE": "1", "XDG_CACHE_HOME": str(tmp_path / "cache"), "SOL_TEST_CALM": "1",
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    r, d = traced([PYTHON, str(script)], tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    events = [e for e in load_trace(files(d, ".trace.json")[0]) if e.get("ph") == "X" and e.get("cat") != "device"]
+    measured = [e for e in events if "measuring_ns" in e["args"]]
+    assert measured, "no call measured: %s" % r.stderr
+    for e in measured:
+        assert "auto's measuring" in e["args"]["one_time"], e
+        assert 0 < e["args"]["measuring_ns"] <= e["dur"] * 1000 + 1000, e
+    measuring = sum(e["args"]["measuring_ns"] for e in measured)
+    own = sum(e["dur"] * 1000 for e in events) - measuring
+
+    (path,) = files(d, ".summary.json")
+    summary = json.load(open(path))
+    process = summary["process"]
+    assert process["measuring_ns"] == measuring == sum(o.get("measuring_ns", 0) for o in summary["ops"])
+    assert sum(o["total_ns"] for o in summary["ops"]) == process["traced_ns"]
+    assert abs(process["traced_ns"] - own) <= 1000 * len(events), (process, own)  # trace.json's µs, rounded
+    assert re.search(r"^sol: and [0-9.]+ [mun]?s of auto's measuring in %d calls?, apart from their times above$" % len(measured),
+                     r.stderr, re.M), r.stderr
+
+    apart = json.loads(sol("report", d, "--format", "json", "--setup").stdout)
+    assert (apart["input"]["measuring_ns"], apart["input"]["measuring_calls"]) == (measuring, len(measured))
+    assert sum(row["total_ns"] for row in apart["rows"]) == apart["input"]["traced_ns"] == process["traced_ns"]
+    counted = json.loads(sol("report", d, "--format", "json", "--setup", "--with-measuring").stdout)
+    assert counted["input"]["traced_ns"] == process["traced_ns"] + measuring
+    assert sum(row["total_ns"] for row in counted["rows"]) == process["traced_ns"] + measuring
+    text = sol("report", d).stdout
+    assert re.search(r"^  auto's measuring: [0-9.]+ [mun]?s in %d calls?, left out of the op times \(--with-measuring counts it in\)$"
+                     % len(measured), text, re.M), text
+    diff = sol("diff", d, d).stdout
+    assert re.search(r"^  A: auto's measuring: .*\n  B: auto's measuring: ", diff, re.M), diff

@@ -42,6 +42,7 @@ struct ReportOptions : TableOptions {
   std::string flamegraph;  // the SVG file to write; "": none
   std::string perfetto;    // the Perfetto trace to write; "": none
   bool setup = false;      // show set-up calls (ir/setup.hpp; hidden by default: they compute nothing)
+  bool with_measuring = false;  // count auto's measuring in the op times (apart by default)
 };
 
 // sol diff A B [options]
@@ -50,6 +51,7 @@ struct DiffOptions : TableOptions {
   bool across_apis = false;  // match ops by op, dtype and shape alone, sites by frames alone
   bool setup = false;        // show set-up calls (hidden by default, as in sol report)
   bool rank_total = false;   // rank and show total time; default: steady-state time (first calls apart)
+  bool with_measuring = false;  // as in sol report
 };
 
 // sol backends

@@ -403,6 +403,12 @@ int cmd_diff(const DiffOptions& o) {
                    static_cast<unsigned long long>(in_a), static_cast<unsigned long long>(in_b));
   }
 
+  const std::string measuring_a = measuring_note(*a, o.with_measuring),
+                    measuring_b = measuring_note(*b, o.with_measuring);
+  if (o.with_measuring) {
+    count_measuring_in(*a);
+    count_measuring_in(*b);
+  }
   const Sections<OpRow> ops = compare(ops_of(*a, o.across_apis), ops_of(*b, o.across_apis), o.rank_total);
   const Sections<SiteRow> sites =
       compare(sites_of(*a, o.across_apis), sites_of(*b, o.across_apis), o.rank_total);
@@ -418,6 +424,8 @@ int cmd_diff(const DiffOptions& o) {
                 rel_text(totals.calls_delta(), totals.a.calls).c_str(), human_ns(totals.a.ns).c_str(),
                 human_ns(totals.b.ns).c_str(), signed_ns(totals.ns_delta()).c_str(),
                 rel_text(totals.ns_delta(), totals.a.ns).c_str());
+    if (!measuring_a.empty()) std::printf("  A: %s\n", measuring_a.c_str());
+    if (!measuring_b.empty()) std::printf("  B: %s\n", measuring_b.c_str());
     Marks marks;
     print_section("Op signatures only in A", ops.only_a, false, limit, o.rank_total, marks);
     print_section("Op signatures only in B", ops.only_b, false, limit, o.rank_total, marks);

@@ -72,6 +72,11 @@ std::string example_config() {
 }
 
 // The one flag of every view of a trace that shows set-up calls (ir/setup.hpp).
+constexpr const char* kMeasuringHelp =
+    "count the time auto spent measuring inside calls in their op times (by default it is apart, on a line "
+    "of its "
+    "own)";
+
 constexpr const char* kSetupHelp =
     "also show set-up calls (oneDNN's descriptors and memory objects, cuBLAS and cuDNN handles...), which "
     "compute nothing";
@@ -284,6 +289,7 @@ int main(int argc, char** argv) {
       "A trace directory's processes and ranks are merged. To compare two traces: sol diff A B.");
   report_cmd->add_option("PATH", report.path, "a trace directory or a summary file")->required();
   report_cmd->add_flag("--setup", report.setup, kSetupHelp);
+  report_cmd->add_flag("--with-measuring", report.with_measuring, kMeasuringHelp);
   add_table_options(report_cmd, report);
   add_choice(report_cmd, "--by", report.by, {{"op", "op"}, {"site", "site"}, {"api", "api"}},
              "rows per op signature (the default), call site or API");
@@ -306,6 +312,7 @@ int main(int argc, char** argv) {
   diff_cmd->add_flag("--across-apis", diff.across_apis,
                      "match ops by op, dtype and shape alone (sgemm_ with cblas_sgemm), sites by frames alone");
   diff_cmd->add_flag("--setup", diff.setup, kSetupHelp);
+  diff_cmd->add_flag("--with-measuring", diff.with_measuring, kMeasuringHelp);
   add_choice(
       diff_cmd, "--rank", diff.rank_total, {{"steady", false}, {"total", true}},
       "rank and show steady-state time, with the calls that did one-time work (a kernel compile, a backend "
@@ -366,7 +373,7 @@ int main(int argc, char** argv) {
   // Set last, so that the commands do not inherit it.
   app.footer(
       "'sol COMMAND --help' describes a command. Environment variables and the TOML file are described\n"
-      "in the README and in " +
+      "in docs/configuration.md and in " +
       example_config() + ", which lists every key.");
 
   try {

@@ -234,6 +234,7 @@ Row survey_totals(const Survey& s) {
                          {"exit", p.exit.empty() ? Row(nullptr) : Row(p.exit)},
                          {"calls", p.calls},
                          {"traced_ns", p.traced_ns},
+                         {"measuring_ns", p.measuring_ns},
                          {"wall_ns", p.wall_ns}});
   }
   Row warnings = Row::array(), notes = Row::array();
@@ -243,15 +244,18 @@ Row survey_totals(const Survey& s) {
   Row causes = Row::object();
   for (const auto& [cause, n] : t.flushes_by_cause) causes[cause] = n;
   return {{"path", s.path},
-          {"transfers", {{"nodes", t.nodes},
-                         {"flushes", t.flushes},
-                         {"flushes_by_cause", causes},
-                         {"bytes_to_device", t.to_device},
-                         {"bytes_to_host", t.to_host}}},
+          {"transfers",
+           {{"nodes", t.nodes},
+            {"flushes", t.flushes},
+            {"flushes_by_cause", causes},
+            {"bytes_to_device", t.to_device},
+            {"bytes_to_host", t.to_host}}},
           {"processes", s.processes.size()},
           {"ranks", s.ranks()},
           {"calls", s.calls()},
           {"traced_ns", s.traced_ns()},
+          {"measuring_calls", s.measuring().calls},
+          {"measuring_ns", s.measuring().measuring_ns},
           {"wall_ns", s.wall_ns()},
           {"process_list", processes},
           {"warnings", warnings},

@@ -9,12 +9,13 @@
 //
 // JSON (--format json), one object; keys are stable, new keys may be added:
 //   {"format": "sol-report/1", "by": "op"|"site"|"api",
-//    "input": {"path", "processes", "ranks", "calls", "traced_ns", "wall_ns",
+//    "input": {"path", "processes", "ranks", "calls", "traced_ns", "wall_ns", "measuring_calls",
+//              "measuring_ns" (auto's measuring, apart from traced_ns unless --with-measuring),
 //              "transfers": {"nodes", "flushes", "flushes_by_cause": {cause: n}, "bytes_to_device",
 //                            "bytes_to_host"} (device backends, summed over processes),
 //              "process_list": [{"tag", "pid", "rank" (int|null), "argv": [str], "source": "summary"|"trace",
 //                                "path", "backend" (str|null), "exit" (str|null), "calls", "traced_ns",
-//                                "wall_ns"}],
+//                                "measuring_ns", "wall_ns"}],
 //              "warnings": [str], "notes": [str] (which run of several was read; hidden set-up calls)},
 //    "rows_total": <rows before --top>,
 //    "rows": [row...],
@@ -208,9 +209,10 @@ std::vector<std::string> View::text_cells(const Row& r) const {
   return c;
 }
 
-void print_text(const Survey& s, View& view, const ReportOptions& o) {
+void print_text(const Survey& s, View& view, const ReportOptions& o, const std::string& measuring) {
   std::printf("sol report: %s: %s\n", s.path.c_str(), survey_line(s).c_str());
   if (const std::string device = transfers_line(s); !device.empty()) std::printf("  %s\n", device.c_str());
+  if (!measuring.empty()) std::printf("  %s\n", measuring.c_str());
   const size_t shown = std::min(view.rows.size(), o.limit());
   if (view.rows.empty()) {
     std::printf("\n  no calls were traced\n");
@@ -246,11 +248,13 @@ int cmd_report(const ReportOptions& o) {
     if (const uint64_t hidden = drop_setup(*survey))
       survey->notes.push_back(std::to_string(hidden) + " set-up calls are not shown (--setup shows them)");
   print_warnings(*survey);
+  const std::string measuring = measuring_note(*survey, o.with_measuring);
+  if (o.with_measuring) count_measuring_in(*survey);
 
   View view = build_view(*survey, o.by);
   const size_t shown = std::min(view.rows.size(), o.limit());
   if (o.format == Format::text) {
-    print_text(*survey, view, o);
+    print_text(*survey, view, o, measuring);
   } else if (o.format == Format::json) {
     Row doc = {{"format", "sol-report/1"},
                {"by", o.by},

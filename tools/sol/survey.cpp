@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/human.hpp"
 #include "ir/setup.hpp"
 
 namespace sol::tools {
@@ -119,6 +120,7 @@ OneTime one_time_of(const json& obj, const std::string& where) {
   t.calls = get_count_or_zero(obj, "one_time_calls", where);
   t.ns = get_count_or_zero(obj, "one_time_ns", where);
   if (obj.contains("one_time")) t.kinds = one_time_kinds(get_string(obj, "one_time", where));
+  t.measuring_ns = get_count_or_zero(obj, "measuring_ns", where);
   return t;
 }
 
@@ -238,6 +240,7 @@ ProcessData parse_summary(const std::string& text, const std::string& tag) {
   for (const auto& [k, s] : p.ops) {
     p.info.calls += s.calls;
     p.info.traced_ns += s.total_ns;
+    p.info.measuring_ns += s.one_time.measuring_ns;
   }
   return p;
 }
@@ -297,14 +300,20 @@ void add_event(ProcessData& p, const json& ev, uint64_t& end_ns) {
                   get_string(args, "shape", where), get_string(args, "backend", where)};
   const uint64_t dur = us_to_ns(member(ev, "dur", where));
   const uint64_t ts = us_to_ns(member(ev, "ts", where));
+  // The event spans auto's measuring inside the call; the call's own time is the rest, as the
+  // summary counts it.
+  const uint64_t measuring = std::min(dur, get_count_or_zero(args, "measuring_ns", where));
+  const uint64_t own = dur - measuring;
   OneTime one_time;
-  if (args.contains("one_time")) one_time = {1, dur, one_time_kinds(get_string(args, "one_time", where))};
-  p.ops[key].add({1, dur, dur, dur, get_count_or_zero(args, "flops", where),
+  if (args.contains("one_time"))
+    one_time = {1, own, one_time_kinds(get_string(args, "one_time", where)), measuring};
+  p.ops[key].add({1, own, own, own, get_count_or_zero(args, "flops", where),
                   get_count_or_zero(args, "bytes", where), one_time});
-  SiteStats site{1, dur, 0, one_time, {{SiteOp{key.op, key.dtype, key.shape}, 1}}, 0};
+  SiteStats site{1, own, 0, one_time, {{SiteOp{key.op, key.dtype, key.shape}, 1}}, 0};
   p.sites[SiteKey{key.symbol, {}}].add(site);
   p.info.calls += 1;
-  p.info.traced_ns += dur;
+  p.info.traced_ns += own;
+  p.info.measuring_ns += measuring;
   end_ns = std::max(end_ns, ts + dur);
 }
 
@@ -653,6 +662,7 @@ void OneTime::add(const OneTime& o) {
   calls += o.calls;
   ns += o.ns;
   kinds.insert(o.kinds.begin(), o.kinds.end());
+  measuring_ns += o.measuring_ns;
 }
 
 std::optional<uint64_t> steady_ns(uint64_t calls, uint64_t total_ns, const OneTime& one_time) {
@@ -673,6 +683,42 @@ uint64_t Survey::traced_ns() const {
   uint64_t n = 0;
   for (const auto& p : processes) n += p.traced_ns;
   return n;
+}
+
+OneTime Survey::measuring() const {
+  OneTime m;
+  for (const auto& [k, st] : ops)
+    if (st.one_time.measuring_ns) {
+      m.calls += st.one_time.calls;
+      m.measuring_ns += st.one_time.measuring_ns;
+    }
+  return m;
+}
+
+void count_measuring_in(Survey& s) {
+  const auto in = [](uint64_t& total, OneTime& t) {
+    total += t.measuring_ns;
+    t.ns += t.measuring_ns;
+    t.measuring_ns = 0;
+  };
+  for (auto& [k, st] : s.ops) {
+    in(st.total_ns, st.one_time);
+    if (st.calls == 1) st.min_ns = st.max_ns = st.total_ns;  // else: which call measured is unknown
+  }
+  for (auto& [k, st] : s.sites) in(st.total_ns, st.one_time);
+  for (auto& p : s.processes) {
+    p.traced_ns += p.measuring_ns;
+    p.measuring_ns = 0;
+  }
+}
+
+std::string measuring_note(const Survey& s, bool counted_in) {
+  const OneTime m = s.measuring();
+  if (!m.calls) return "";
+  return "auto's measuring: " + human_ns(m.measuring_ns) + " in " + std::to_string(m.calls) +
+         (m.calls == 1 ? " call, " : " calls, ") +
+         (counted_in ? "counted in the op times"
+                     : "left out of the op times (--with-measuring counts it in)");
 }
 
 uint64_t Survey::wall_ns() const {

@@ -25,6 +25,9 @@ struct OpKey {
 struct OneTime {
   uint64_t calls = 0, ns = 0;
   std::set<std::string> kinds;
+  // What auto's measuring took inside those calls: apart from `ns` and from the op and site
+  // times, as the trace records it (docs/trace-format.md), unless count_measuring_in.
+  uint64_t measuring_ns = 0;
   void add(const OneTime& o);
 };
 
@@ -72,6 +75,7 @@ struct Process {
   std::string backend, exit;
   uint64_t start_unix_ns = 0;  // 0: unknown (trace.json has no absolute time)
   uint64_t wall_ns = 0, calls = 0, traced_ns = 0;
+  uint64_t measuring_ns = 0;  // auto's measuring inside its calls, apart from traced_ns
   // What device backends moved (summary.json's process.transfers; zeros when absent).
   struct Transfers {
     uint64_t nodes = 0, flushes = 0, to_device = 0, to_host = 0;
@@ -93,6 +97,8 @@ struct Survey {
 
   uint64_t calls() const;
   uint64_t traced_ns() const;
+  // Auto's measuring over all ops: the calls that measured and the time it took.
+  OneTime measuring() const;
   uint64_t wall_ns() const;  // first process start to last process end
   size_t ranks() const;      // distinct ranks
 };
@@ -134,6 +140,13 @@ std::string frame_location(const std::string& frame);
 // signatures, and the call sites and stacks of the symbols that make nothing else. The process
 // totals still count them. Returns how many calls went.
 uint64_t drop_setup(Survey& s);
+
+// Counts auto's measuring in the op and site times (and their one-time work), as a wall clock saw
+// the calls.
+void count_measuring_in(Survey& s);
+
+// "auto's measuring: 61.5 ms in 3 calls, left out of the op times": "" when there was none.
+std::string measuring_note(const Survey& s, bool counted_in);
 
 // Prints each warning as "sol: warning: ..." on stderr.
 void print_warnings(const Survey& s);
