@@ -626,7 +626,9 @@ void observe_trial(State& st, OpenTrial& t, double gflops, bool by_incumbent, ui
 }  // namespace
 
 Selector::Selector(const config::Config& cfg, hal::Registry& registry, route::Router& router, CallOn call_on)
-    : s_(std::make_unique<State>(cfg, registry, router, call_on)) {
+    : s_(std::make_unique<State>(cfg, registry, router, call_on)),
+      trial_open_(&s_->trial_open),
+      changes_(&s_->profile.change_count()) {
   const profile::Profile& p = s_->profile;
   measured_ = p.measuring() || (!p.path().empty() && ::access(p.path().c_str(), R_OK) == 0);
   router.set_measured(measured_);
@@ -668,14 +670,6 @@ bool Selector::observe(OpenTrial& trial, const hal::Backend* ran, bool ok, doubl
 void Selector::note_ran(const hal::Backend* ran) noexcept {
   if (!ran) s_->note_native();
   s_->note_beside(ran);
-}
-
-bool Selector::trial_open() const noexcept {
-  return s_->trial_open.load(std::memory_order_relaxed);
-}
-
-uint32_t Selector::changes() const noexcept {
-  return s_->profile.changes();
 }
 
 void Selector::start_warm_up() noexcept {

@@ -66,9 +66,10 @@ class Selector {
   void note_ran(const hal::Backend* ran) noexcept;
 
   // Whether a class is on trial: then every call of the others must be noted (no memo skips it).
-  bool trial_open() const noexcept;
+  // Inline, as changes(): the wrappers' memo of native calls asks both at every call.
+  bool trial_open() const noexcept { return trial_open_->load(std::memory_order_relaxed); }
   // The profile's count of changes to where a known class routes (Profile::changes()).
-  uint32_t changes() const noexcept;
+  uint32_t changes() const noexcept { return changes_->load(std::memory_order_acquire); }
 
   // The profile's backends that compile kernels prepare its classes now, off the program's path.
   void start_warm_up() noexcept;
@@ -78,6 +79,8 @@ class Selector {
  private:
   std::unique_ptr<State> s_;
   bool measured_;
+  const std::atomic<bool>* trial_open_;   // State's
+  const std::atomic<uint32_t>* changes_;  // the profile's (Profile::change_count())
 };
 
 }  // namespace sol::autosel

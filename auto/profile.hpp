@@ -195,6 +195,7 @@ class Profile {
   // native (capture/exec/executor.cpp, stays_native()) holds while this is what it was when the call was routed.
   // Read before the lookup that routes a call; bumped after the change it counts. Never 0.
   uint32_t changes() const noexcept { return changes_.load(std::memory_order_acquire); }
+  const std::atomic<uint32_t>& change_count() const noexcept { return changes_; }
 
   // In a forked child: locks taken by other threads at fork time are not held by anyone.
   void after_fork_child() noexcept;
