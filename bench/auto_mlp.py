@@ -32,7 +32,7 @@ import sys
 import tempfile
 
 # The runs under auto, in order, from an empty profile: the first measures, the next two judge
-# close classes again (hal/profile.hpp, kJudges), the last routes from the settled profile.
+# close classes again (auto/profile.hpp, kJudges), the last routes from the settled profile.
 AUTO = (("first", "auto, first run"), ("second", "auto, second run"), ("third", "auto, third run"),
         ("profiled", "auto, profiled"))
 

@@ -51,7 +51,7 @@ CACHE = tempfile.mkdtemp(prefix="sol-bench-cache-")
 # Processes per variant and size, best kept: two processes running the very same code differ by
 # 10-15 % on a shared machine (placement of pages and threads), far more than calls within one.
 ROUNDS = 5 if QUICK else 6
-# Processes that judge a class (hal/profile.hpp, kJudges).
+# Processes that judge a class (auto/profile.hpp, kJudges).
 JUDGES = 3
 
 
@@ -99,7 +99,7 @@ def choices():
 
 
 def class_floor(n):
-    """The lower end of n's size class (hal/profile.hpp): 300 -> 256, 400 -> 384."""
+    """The lower end of n's size class (auto/profile.hpp): 300 -> 256, 400 -> 384."""
     o = 1
     while o * 2 <= min(n, 4096):
         o *= 2
@@ -107,7 +107,7 @@ def class_floor(n):
 
 
 def half_floor(n):
-    """Where n's half of its class begins (a sub-class's sizes, hal/profile.hpp): 300 -> 256, 320 -> 320."""
+    """Where n's half of its class begins (a sub-class's sizes, auto/profile.hpp): 300 -> 256, 320 -> 320."""
     low = class_floor(n)
     if n >= 4096:
         return low

@@ -5,26 +5,14 @@
 #include <atomic>
 #include <cstdint>
 
-#include "capture/ir/node.hpp"
+#include "ir/native_fn.hpp"
+#include "ir/node.hpp"
 
 namespace sol::config {
 struct Config;
 }
 
 namespace sol::capture {
-
-// A borrowed reference to the thunk that calls the native symbol with the caller's original
-// arguments. It lives on the wrapper's stack for the duration of one call.
-class NativeFn {
- public:
-  template <class F>
-  explicit NativeFn(F& f) noexcept : obj_(&f), call_([](void* o) noexcept { (*static_cast<F*>(o))(); }) {}
-  void operator()() const noexcept { call_(obj_); }
-
- private:
-  void* obj_;
-  void (*call_)(void*) noexcept;
-};
 
 // Reads the configuration into the capture layer (tracing, routing, verify). Returns true when
 // calls must go through submit(), false when every call can go straight to native.

@@ -288,7 +288,7 @@ std::string check_route(const RouteRule& rule) {
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> v = {"*", "blas1", "blas2", "blas3", "dnn", "dnnl"};
 #define SOL_OP(name, family) v.push_back(#name);
-#include "capture/ir/ops.def"
+#include "ir/ops.def"
 #undef SOL_OP
     return v;
   }();
@@ -434,6 +434,13 @@ Config load(const Environment& env) {
                            "; ignored");
   }
   return cfg;
+}
+
+std::string cache_dir(const Config& cfg) {
+  if (!cfg.tune_dir.empty()) return cfg.tune_dir;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') return std::string(x) + "/sol";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/sol";
+  return "";
 }
 
 }  // namespace sol::config

@@ -175,4 +175,8 @@ std::string format_value(const Config& cfg, Key key);
 // The closest of `candidates` to `word` when it is close enough to be a likely typo, else "".
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates);
 
+// The directory of SOL's per-machine caches (auto's profile, the device backends' measured costs):
+// tune.dir, else $XDG_CACHE_HOME/sol, else ~/.cache/sol; "" when there is no home.
+std::string cache_dir(const Config& cfg);
+
 }  // namespace sol::config

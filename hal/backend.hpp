@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 
 namespace sol::config {
 struct Config;
@@ -82,7 +82,7 @@ class Backend {
   // True for a CPU backend whose first call of a kind of problem in a process sets up far more
   // than it computes (oneDNN: its own start-up, then JIT-compiled kernels per transposition and
   // size regime): under auto with a profile, the classes it was chosen for are run once ahead, on
-  // a thread of their own (capture/exec/warm_up.hpp).
+  // a thread of their own (auto/warm_up.hpp).
   virtual bool compiles_kernels() const noexcept { return false; }
 
   // How long this backend's worker threads keep spinning on the cores after a call before they

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 
 namespace sol::backends {
 

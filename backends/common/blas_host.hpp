@@ -9,8 +9,8 @@
 
 #include "backends/common/blas_args.hpp"
 #include "backends/common/device_operand.hpp"
-#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
+#include "ir/node.hpp"
 
 namespace sol::backends {
 

@@ -45,12 +45,12 @@
 #include "backends/common/device_operand.hpp"
 #include "backends/common/device_startup.hpp"
 #include "backends/common/resident.hpp"
-#include "capture/ir/node.hpp"
-#include "capture/lazy/coherence.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
 #include "hal/backend.hpp"
+#include "hal/coherence.hpp"
 #include "hal/transfers.hpp"
+#include "ir/node.hpp"
 
 namespace sol::backends {
 
@@ -123,7 +123,7 @@ class DeviceBackend : public hal::Backend {
       memory_ = Spec::memory(*device_, mutex_);
       dnn_ = std::make_unique<Dnn>(*device_);
       min_flops_ = Spec::min_flops(cfg);
-      if (capture::lazy::enabled()) attach_resident(cfg);
+      if (hal::coherence::active()) attach_resident(cfg);
       return true;
     } catch (const std::bad_alloc&) {
       why = "out of memory while initialising";
@@ -224,10 +224,10 @@ class DeviceBackend : public hal::Backend {
     resident_ = Spec::resident(*device_, mutex_, cfg);
     if (!resident_) return;
     device_->set_resident(resident_.get());
-    capture::lazy::attach(resident_.get());
+    hal::coherence::layer()->attach(resident_.get());
     // Registered after the device's own exit handler, so it runs first: pending results are
     // written back while the device still works.
-    std::atexit([] { capture::lazy::at_exit(); });
+    std::atexit([] { hal::coherence::layer()->at_exit(); });
   }
 
   // The device's costs: known, else from the disk cache, else measured now when `may_measure`

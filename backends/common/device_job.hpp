@@ -17,10 +17,10 @@
 #include <cstdint>
 
 #include "backends/common/device_operand.hpp"
-#include "capture/ir/node.hpp"
 #include "common/clock.hpp"
 #include "hal/backend.hpp"
 #include "hal/transfers.hpp"
+#include "ir/node.hpp"
 
 namespace sol::backends {
 

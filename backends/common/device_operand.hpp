@@ -15,7 +15,7 @@
 #include "backends/common/blas_args.hpp"
 #include "backends/common/device_costs.hpp"
 #include "capture/blas/blas.hpp"
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 
 namespace sol::backends {
 

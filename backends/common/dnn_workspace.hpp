@@ -15,8 +15,8 @@
 #include <cstdint>
 
 #include "capture/dnn/validate.hpp"
-#include "capture/ir/dnn.hpp"
 #include "hal/backend.hpp"
+#include "ir/dnn.hpp"
 
 namespace sol::backends {
 

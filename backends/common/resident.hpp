@@ -1,5 +1,5 @@
 // The lazy executor's device copies, for any device backend: device copies of host operands that
-// outlive a node, and the pending work that wrote them (capture/lazy/coherence.hpp has the
+// outlive a node, and the pending work that wrote them (hal/coherence.hpp has the
 // protocol). The bookkeeping is here; what it takes of a device is ResidentDevice below (make a
 // buffer from host bytes in the operand's device layout, retain and release one, read one back,
 // wait for the queued work). backends/opencl/resident.hpp and backends/cuda/resident.hpp
@@ -45,9 +45,9 @@
 #include <mutex>
 #include <vector>
 
-#include "capture/lazy/coherence.hpp"
 #include "common/macros.hpp"
 #include "hal/backend.hpp"
+#include "hal/coherence.hpp"
 #include "hal/transfers.hpp"
 
 namespace sol::config {
@@ -119,7 +119,7 @@ class ResidentDevice {
 };
 
 template <class Operand>
-class Resident : public capture::lazy::Holder {
+class Resident : public hal::coherence::Holder {
  public:
   using Device = ResidentDevice<Operand>;
   using Lock = ResidentLock;

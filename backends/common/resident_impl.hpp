@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "backends/common/resident.hpp"
-#include "capture/lazy/guard.hpp"
 #include "common/clock.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
@@ -57,7 +56,7 @@ bool Resident<Operand>::live() const noexcept {
 
 template <class Operand>
 bool Resident<Operand>::active() const noexcept {
-  return capture::lazy::enabled() && live();
+  return hal::coherence::active() && live();
 }
 
 template <class Operand>
@@ -145,9 +144,10 @@ hal::Reason Resident<Operand>::bind(Operand& o, size_t es) {
 
 template <class Operand>
 const char* Resident<Operand>::unkeepable(const Operand& o, uintptr_t& bb, uintptr_t& be) const noexcept {
-  if (o.ext.bytes < capture::lazy::min_bytes()) return "too small to guard";
+  if (o.ext.bytes < hal::coherence::layer()->min_bytes()) return "too small to guard";
   const char* why = nullptr;
-  if (!capture::lazy::block_of(o.ext.ptr, o.ext.bytes, bb, be, why) || taking_turns(bb, why)) return why;
+  if (!hal::coherence::layer()->block_of(o.ext.ptr, o.ext.bytes, bb, be, why) || taking_turns(bb, why))
+    return why;
   return nullptr;
 }
 
@@ -195,7 +195,7 @@ bool Resident<Operand>::keep(Operand& o) {
     dirty_bytes_ += c->op.device_bytes;
   }
   const char* why = nullptr;
-  if (!capture::lazy::set_state(c->block_b, c->block_e, capture::lazy::State::dirty, why)) {
+  if (!hal::coherence::layer()->set_state(c->block_b, c->block_e, hal::coherence::State::dirty, why)) {
     SOL_LOG(debug, "%s: lazy: result at %p comes back at once: %s", dev_.name(), o.ext.ptr, why ? why : "");
     hal::transfers::note_eager(why ? why : "its pages could not be protected");
     c->dirty = false;
@@ -281,16 +281,16 @@ bool Resident<Operand>::write_back(Copy& c) noexcept {
     if (!dev_.read(o, staged.data())) return false;
     hal::transfers::to_host(o.device_bytes);
     // A raw copy is the host's bytes themselves: straight into its pages.
-    if (dev_.raw(o)) return capture::lazy::write_guarded(o.ext.ptr, staged.data(), o.ext.bytes);
+    if (dev_.raw(o)) return hal::coherence::layer()->write_guarded(o.ext.ptr, staged.data(), o.ext.bytes);
     // The host's bytes around the elements written (other elements of a strided vector, the rows
     // beyond a matrix's, a triangle's other half) are kept: the result is stored into an image of
     // the whole range, which goes back in one write.
     std::vector<unsigned char> image(o.ext.bytes);
-    if (!capture::lazy::read_guarded(image.data(), o.ext.ptr, o.ext.bytes)) return false;
+    if (!hal::coherence::layer()->read_guarded(image.data(), o.ext.ptr, o.ext.bytes)) return false;
     Operand at = o;
     at.ext.ptr = image.data();
     dev_.store(at, image.data(), staged.data(), c.es);
-    return capture::lazy::write_guarded(o.ext.ptr, image.data(), o.ext.bytes);
+    return hal::coherence::layer()->write_guarded(o.ext.ptr, image.data(), o.ext.bytes);
   } catch (...) {
     log::write(log::Level::error, "error: %s: out of memory writing back a result: it is lost", dev_.name());
     return false;
@@ -386,12 +386,12 @@ void Resident<Operand>::release(Copy& c) noexcept {
 
 template <class Operand>
 void Resident<Operand>::update_block(uintptr_t b, uintptr_t e) noexcept {
-  using capture::lazy::State;
+  using hal::coherence::State;
   State s = State::none;
   for (const Copy& c : copies_)
     if (c.block_b == b) s = c.dirty ? State::dirty : (s == State::dirty ? s : State::clean);
   const char* why = nullptr;
-  if (capture::lazy::set_state(b, e, s, why) || s == State::dirty) return;
+  if (hal::coherence::layer()->set_state(b, e, s, why) || s == State::dirty) return;
   // A clean block that cannot be made read-only: its copies cannot be trusted to stay current.
   SOL_LOG(debug, "%s: lazy: device copies at %p dropped: %s", dev_.name(), reinterpret_cast<void*>(b),
           why ? why : "");
@@ -404,7 +404,7 @@ void Resident<Operand>::update_block(uintptr_t b, uintptr_t e) noexcept {
       ++i;
     }
   }
-  capture::lazy::set_state(b, e, State::none, why);
+  hal::coherence::layer()->set_state(b, e, State::none, why);
 }
 
 template <class Operand>

@@ -20,7 +20,6 @@
 #include "backends/cuda/resident.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
-#include "hal/profile.hpp"
 
 namespace sol::backends::cuda {
 namespace {
@@ -148,13 +147,12 @@ struct CudaSpec {
   // A GPU, while its costs could be measured (or were never needed: an explicit threshold).
   static bool is_accelerator(const Device&) { return true; }
   static double min_flops(const config::Config& cfg) { return static_cast<double>(cfg.cuda_min_flops); }
-  // In the profile directory (hal/profile.hpp: tune.dir, else $XDG_CACHE_HOME/sol, else
+  // In the profile directory (config::cache_dir(): tune.dir, else $XDG_CACHE_HOME/sol, else
   // ~/.cache/sol): keyed by the device (its slot included) and the driver and cuBLAS that the
   // figures were measured with, so measured by the first process on a machine, or after a driver,
   // cuBLAS or GPU change.
   static std::unique_ptr<CostCache> cost_cache(const config::Config& cfg, const Device& device) {
-    return std::make_unique<CostCache>(hal::profile::profile_dir(cfg), device.identity(),
-                                       "sol cuda device costs v1");
+    return std::make_unique<CostCache>(config::cache_dir(cfg), device.identity(), "sol cuda device costs v1");
   }
   // Its stream idle, nobody else using it.
   static bool measure(Device& device, DeviceCosts& out, std::string& why) {

@@ -7,8 +7,8 @@
 #pragma once
 
 #include "backends/cuda/device.hpp"
-#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
+#include "ir/node.hpp"
 
 namespace sol::backends::cuda {
 

@@ -16,9 +16,9 @@
 #include "backends/cuda/resident.hpp"
 #include "backends/cuda/transfer.hpp"
 #include "capture/dnn/validate.hpp"
-#include "capture/ir/dnn.hpp"
 #include "common/log.hpp"
 #include "hal/transfers.hpp"
+#include "ir/dnn.hpp"
 
 namespace sol::backends::cuda {
 

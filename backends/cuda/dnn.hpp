@@ -1,4 +1,4 @@
-// DNN nodes (capture/ir/dnn.hpp) on the CUDA device, f32, with cuDNN's legacy API (one call per
+// DNN nodes (ir/dnn.hpp) on the CUDA device, f32, with cuDNN's legacy API (one call per
 // operation; libcudnn.so.9 opened with dlopen at the first DNN node, never linked) and cuBLAS:
 //   convolution, deconvolution   forward, backward data, backward weights (and bias); groups,
 //                                dilation, strides, 1 to 3 spatial dims; padding cuDNN can express
@@ -29,8 +29,8 @@
 #include <string>
 
 #include "backends/cuda/device.hpp"
-#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
+#include "ir/node.hpp"
 
 namespace sol::backends::cuda {
 

@@ -17,9 +17,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "capture/ir/dnn.hpp"
-#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
+#include "ir/dnn.hpp"
+#include "ir/node.hpp"
 
 namespace sol::backends::cuda::dnn {
 
@@ -53,7 +53,7 @@ struct Gather {
 // false when the layout needs more than 8 dims or sizes beyond cuDNN's 32-bit ints.
 bool plan_gather(const ir::Layout& l, const int* perm, Gather& g) noexcept;
 
-// Row-major over the logical dims, unpadded, from offset 0 (capture/ir/dnn.hpp).
+// Row-major over the logical dims, unpadded, from offset 0 (ir/dnn.hpp).
 using ir::dense_canonical;
 
 // A convolution or deconvolution as one of cuDNN's three convolution calls. A deconvolution is the
@@ -109,7 +109,7 @@ hal::Reason plan_binary(ir::Alg alg, BinPlan& p) noexcept;
 // why not (dnn.hpp lists what it takes).
 hal::Reason check(const capture::Node& node, size_t device_memory) noexcept;
 
-// A tensor buffer's span and whether a full write covers it (capture/ir/dnn.hpp).
+// A tensor buffer's span and whether a full write covers it (ir/dnn.hpp).
 using ir::buffer_bytes;
 using ir::covers;
 

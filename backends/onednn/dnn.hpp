@@ -1,4 +1,4 @@
-// DNN nodes on oneDNN: each description (capture/ir/dnn.hpp) made back into a oneDNN primitive,
+// DNN nodes on oneDNN: each description (ir/dnn.hpp) made back into a oneDNN primitive,
 // once, and executed on the node's buffers.
 //
 // The IR keeps what a primitive computes, not how a frontend asked for it, so the primitive is
@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "backends/onednn/api.hpp"
-#include "capture/ir/dnn.hpp"
 #include "hal/backend.hpp"
+#include "ir/dnn.hpp"
 
 namespace sol::backends::onednn {
 

@@ -21,8 +21,8 @@
 #include <atomic>
 
 #include "backends/opencl/device.hpp"
-#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
+#include "ir/node.hpp"
 
 namespace sol::backends::opencl {
 

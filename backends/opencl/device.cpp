@@ -7,10 +7,10 @@
 #include <mutex>
 
 #include "backends/opencl/clblast_programs.hpp"
-#include "capture/ir/dnn.hpp"
 #include "common/log.hpp"
 #include "common/native.hpp"
 #include "config/config.hpp"
+#include "ir/dnn.hpp"
 
 namespace sol::backends::opencl {
 

@@ -14,10 +14,10 @@
 #include "backends/opencl/resident.hpp"
 #include "backends/opencl/transfer.hpp"
 #include "capture/dnn/validate.hpp"
-#include "capture/ir/dnn.hpp"
 #include "common/clock.hpp"
 #include "common/log.hpp"
 #include "hal/transfers.hpp"
+#include "ir/dnn.hpp"
 
 namespace sol::backends::opencl {
 namespace {

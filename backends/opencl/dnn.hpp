@@ -1,4 +1,4 @@
-// DNN nodes (capture/ir/dnn.hpp) on an OpenCL device, f32, with SOL's own kernels
+// DNN nodes (ir/dnn.hpp) on an OpenCL device, f32, with SOL's own kernels
 // (dnn_kernels.cl). Kinds: convolution and deconvolution (every propagation, groups, dilation,
 // strides, asymmetric padding, 1 to 3 spatial dims), inner product, matmul, eltwise, pooling,
 // batch normalization, softmax and logsoftmax, binary, sum, concat, reorder; output scale and
@@ -20,8 +20,8 @@
 #pragma once
 
 #include "backends/opencl/device.hpp"
-#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
+#include "ir/node.hpp"
 
 namespace sol::backends::opencl {
 

@@ -11,8 +11,8 @@
 #include "backends/common/device_job.hpp"
 #include "backends/opencl/device.hpp"
 #include "capture/blas/blas.hpp"
-#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
+#include "ir/node.hpp"
 
 namespace sol::backends::opencl {
 

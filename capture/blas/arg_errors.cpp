@@ -10,10 +10,9 @@
 #include <string>
 
 #include "capture/blas/blas.hpp"
-#include "capture/exec/executor.hpp"
 #include "common/native.hpp"
 
-namespace sol::capture {
+namespace sol::capture::blas {
 namespace {
 
 // INFO is the call's INTEGER (32 or 64 bits, Node::ilp64): by address in XERBLA; by value in
@@ -58,7 +57,7 @@ void* program_symbol(const char* name, const Node& node) noexcept {
 
 }  // namespace
 
-void report_invalid(const Node& node, const blas::ArgError& e) noexcept {
+void report_invalid(const Node& node, const ArgError& e) noexcept {
   // The reference CBLAS keeps two globals while a call runs; the test programs' error handlers
   // read RowMajorStrg to renumber parameters of row-major calls.
   int* row_major = nullptr;
@@ -92,4 +91,4 @@ void report_invalid(const Node& node, const blas::ArgError& e) noexcept {
   if (from_c) *from_c = 0;
 }
 
-}  // namespace sol::capture
+}  // namespace sol::capture::blas

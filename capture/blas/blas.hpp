@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
+#include "ir/node.hpp"
 
 namespace sol::capture::blas {
 
@@ -35,6 +35,10 @@ struct ArgError {
 // Checks a BLAS node (Fortran, Fortran shim, CBLAS or row-major dnnl_sgemm) in the order and with
 // the numbering of netlib's reference BLAS 3.11 and its CBLAS.
 ArgError check(const Node& node) noexcept;
+
+// Reports an invalid call as the reference BLAS / CBLAS would, through the program's own
+// xerbla_ or cblas_xerbla (which may end the process). arg_errors.cpp.
+void report_invalid(const Node& node, const ArgError& error) noexcept;
 
 // Whether a backend takes the node's integers: hal::Reason::ok, or dims_exceed_backend for an
 // ILP64 call with a dimension, leading dimension or increment beyond what the backend's integers

@@ -3,7 +3,7 @@
 // interpose/spec/blas.toml (fortran_call.cpp in the build tree).
 #pragma once
 
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 
 namespace sol::capture::blas {
 
@@ -16,6 +16,11 @@ Sym fortran_routine(Op op, DType dtype, bool real_alpha) noexcept;
 // The Fortran routine `routine` (a plain name, as fortran_routine() gives) as name family `family`
 // spells it (dgemm_ -> dgemm_64_, scipy_dgemm_64_...); kNoRoutine for Family::none.
 Sym in_family(Sym routine, Family family) noexcept;
+
+// The program's own Fortran routine `routine` (a plain name) in the name family of the node's
+// call, which SOL calls at the call's integer width (verify mode re-runs redirected nodes on it,
+// auto measures it); nullptr when the program has none. Looked up once per symbol. (libraries.cpp)
+void* native_routine(const Node& node, Sym routine) noexcept;
 
 // Calls `fn`, a pointer to Fortran routine `routine` (with the Fortran ABI: arguments by reference,
 // hidden string lengths) in any family, with the arguments of a valid column-major node, as

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 
 namespace sol::capture::blas::detail {
 

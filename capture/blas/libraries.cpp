@@ -4,11 +4,13 @@
 #include <link.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <new>
 #include <string_view>
 #include <unordered_set>
 
+#include "capture/blas/call.hpp"
 #include "common/native.hpp"
 
 namespace sol::capture::blas {
@@ -387,6 +389,19 @@ std::vector<Library> survey(unsigned parts) {
     for (size_t l = 0; l < s.out.size(); ++l)
       if (defines_plain(s.objs[s.of[l]])) s.out[l].plain_bits = plain_bits(s.objs[s.of[l]], s.objs);
   return std::move(s.out);
+}
+
+void* native_routine(const Node& node, Sym routine) noexcept {
+  static std::atomic<void*> cache[kNumSymbols];
+  static std::atomic<uint8_t> looked[kNumSymbols];
+  const Sym own = in_family(routine, symbol_family(node.sym));
+  if (own == kNoRoutine) return nullptr;
+  const auto i = static_cast<size_t>(own);
+  if (!looked[i].load(std::memory_order_acquire)) {
+    cache[i].store(find_native(symbol_name(own)), std::memory_order_relaxed);
+    looked[i].store(1, std::memory_order_release);
+  }
+  return cache[i].load(std::memory_order_relaxed);
 }
 
 }  // namespace sol::capture::blas

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/ir/symbols.hpp"
+#include "ir/symbols.hpp"
 
 namespace sol::capture::blas {
 

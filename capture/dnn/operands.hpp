@@ -3,7 +3,7 @@
 #pragma once
 
 #include "capture/blas/blas.hpp"
-#include "capture/ir/dnn.hpp"
+#include "ir/dnn.hpp"
 
 namespace sol::capture::dnn {
 

@@ -4,9 +4,9 @@
 // that (element types, layouts, sizes, which kinds at all) is its own and stays there.
 #pragma once
 
-#include "capture/ir/dnn.hpp"
-#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
+#include "ir/dnn.hpp"
+#include "ir/node.hpp"
 
 namespace sol::capture::dnn {
 

@@ -1,13 +1,14 @@
-// The executor: runs one node where the router says, falling back along the plan. Eager for now
-// (each node is a graph of one, run at once); a lazy executor that batches nodes plugs in here,
-// between the frontends' submit() and the backends, without touching either.
+// The executor: runs one node where the router (or auto, auto/auto.hpp) says, falling back along
+// the plan. Each node is handed to its backend as it is submitted; under SOL_LAZY a device backend
+// may keep the results on the device and run its work later (hal/coherence.hpp), and the executor
+// first brings back what a node that runs on the host needs (capture/lazy).
 #pragma once
 
 #include <string>
 
 #include "capture/blas/blas.hpp"
 #include "capture/capture.hpp"
-#include "hal/router.hpp"
+#include "route/router.hpp"
 
 namespace sol::config {
 struct Config;
@@ -38,10 +39,6 @@ void set_decline_listener(DeclineListener listener) noexcept;
 bool executor_always_native(Sym sym, const void* native) noexcept;
 
 // The program's own library for a native definition, classified once per symbol.
-hal::NativeKind native_kind(Sym sym, const void* native) noexcept;
-
-// Reports an invalid call as the reference BLAS / CBLAS would, through the program's own
-// xerbla_ or cblas_xerbla (which may end the process). arg_errors.cpp.
-void report_invalid(const Node& node, const blas::ArgError& error) noexcept;
+route::NativeKind native_kind(Sym sym, const void* native) noexcept;
 
 }  // namespace sol::capture

@@ -5,8 +5,8 @@
 // state buffer, keyed by its address, and routes readers there.
 #pragma once
 
-#include "capture/ir/dnn.hpp"
 #include "hal/backend.hpp"
+#include "ir/dnn.hpp"
 
 namespace sol::capture::pairing {
 

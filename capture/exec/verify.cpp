@@ -11,13 +11,13 @@
 #include <mutex>
 
 #include "capture/dnn/operands.hpp"
-#include "capture/ir/dnn.hpp"
 #include "capture/trace/shape.hpp"
 #include "capture/trace/text.hpp"
 #include "capture/trace/trace.hpp"
 #include "common/fs_safety.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
+#include "ir/dnn.hpp"
 
 namespace sol::capture::verify {
 namespace {

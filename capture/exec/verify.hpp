@@ -9,7 +9,7 @@
 
 #include "capture/blas/blas.hpp"
 #include "capture/blas/copies.hpp"
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 
 namespace sol::config {
 struct Config;

@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "capture/blas/blas.hpp"
-#include "capture/ir/dnn.hpp"
+#include "ir/dnn.hpp"
 
 namespace sol::capture::graph {
 

@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "capture/graph/format.hpp"
-#include "capture/ir/dnn.hpp"
-#include "capture/ir/symbols.hpp"
+#include "ir/dnn.hpp"
+#include "ir/symbols.hpp"
 
 namespace sol::capture::graph {
 namespace {

@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "capture/ir/node.hpp"
 #include "capture/trace/text.hpp"
+#include "ir/node.hpp"
 
 namespace sol::capture::graph {
 

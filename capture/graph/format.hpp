@@ -33,7 +33,7 @@ static_assert(kDataMagicBytes == 16);
 #define SOL_GRAPH_DEVICE_INTS(X) \
   X(batch) X(stridea) X(strideb) X(stridec) X(atype) X(btype) X(ctype) X(compute)
 
-// DNN node descriptions (capture/ir/dnn.hpp's Desc): scalar members, integer and floating-point,
+// DNN node descriptions (ir/dnn.hpp's Desc): scalar members, integer and floating-point,
 // and the per-spatial-dimension arrays (nsp entries each).
 #define SOL_GRAPH_DNN_INTS(X) X(nsp) X(groups) X(axis) X(group_size) X(local_size)
 #define SOL_GRAPH_DNN_FLOATS(X) X(alpha) X(beta) X(k) X(epsilon) X(output_scale)

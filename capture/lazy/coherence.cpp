@@ -72,6 +72,28 @@ void in_child() noexcept {
   g_guarded.store(0, std::memory_order_relaxed);
 }
 
+// The layer as backends reach it (hal/coherence.hpp).
+class Layer final : public hal::coherence::Layer {
+ public:
+  bool enabled() const noexcept override { return lazy::enabled(); }
+  size_t min_bytes() const noexcept override { return lazy::min_bytes(); }
+  void attach(Holder* holder) noexcept override { lazy::attach(holder); }
+  bool block_of(const void* p, size_t n, uintptr_t& b, uintptr_t& e, const char*& why) noexcept override {
+    return lazy::block_of(p, n, b, e, why);
+  }
+  bool set_state(uintptr_t b, uintptr_t e, State s, const char*& why) noexcept override {
+    return lazy::set_state(b, e, s, why);
+  }
+  bool write_guarded(void* dst, const void* src, size_t n) noexcept override {
+    return lazy::write_guarded(dst, src, n);
+  }
+  bool read_guarded(void* dst, const void* src, size_t n) noexcept override {
+    return lazy::read_guarded(dst, src, n);
+  }
+  void at_exit() noexcept override { lazy::at_exit(); }
+};
+Layer g_layer;
+
 }  // namespace
 
 void start(const config::Config& cfg) noexcept {
@@ -81,6 +103,7 @@ void start(const config::Config& cfg) noexcept {
   alloc::add(on_free);
   pthread_atfork(before_fork, nullptr, in_child);
   g_enabled.store(true, std::memory_order_release);
+  hal::coherence::g_layer.store(&g_layer, std::memory_order_release);
   SOL_LOG(debug, "lazy: on; allocations of %zu bytes and more are served page-aligned", g_min_bytes);
 }
 

@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "hal/coherence.hpp"
 #include "hal/transfers.hpp"
 
 namespace sol::config {
@@ -37,20 +38,10 @@ struct Config;
 
 namespace sol::capture::lazy {
 
-class Holder {
- public:
-  virtual ~Holder() = default;
-  // Runs what is pending and writes back every dirty range: afterwards no block is dirty. May be
-  // called on any thread, from a fault handler included, with no lock of SOL's held.
-  virtual void flush(hal::transfers::Cause cause) noexcept = 0;
-  // Drops every device copy overlapping [b, e): the host is about to change it (flushed first, so
-  // nothing dirty is lost) or has given it back (`discard`: results there are dropped unwritten).
-  virtual void drop(uintptr_t b, uintptr_t e, bool discard) noexcept = 0;
-  // In a forked child: forgets every copy without touching the device.
-  virtual void forget() noexcept = 0;
-};
-
-enum class State : uint8_t { none, clean, dirty };
+// The holder and a block's states: the backend contract's (hal/coherence.hpp), which this layer
+// implements (Layer, registered by start()).
+using Holder = hal::coherence::Holder;
+using State = hal::coherence::State;
 
 // Lazy execution on: SOL_LAZY and a configuration that may send work to a device backend. Serves
 // large allocations from SOL's own blocks, watches frees, fork and exit. Called once at start-up.

@@ -11,12 +11,12 @@
 #include <cstring>
 #include <string>
 
-#include "capture/ir/dnn.hpp"
 #include "capture/trace/shape.hpp"
 #include "capture/trace/text.hpp"
 #include "common/clock.hpp"
 #include "common/log.hpp"
 #include "config/config.hpp"
+#include "ir/dnn.hpp"
 
 namespace sol::capture::call_log {
 namespace {

@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 
 namespace sol::config {
 struct Config;

@@ -14,7 +14,6 @@
 #include "capture/graph/content.hpp"
 #include "capture/graph/encode.hpp"
 #include "capture/graph/format.hpp"
-#include "capture/ir/dnn.hpp"
 #include "capture/lazy/coherence.hpp"
 #include "capture/trace/shape.hpp"
 #include "capture/trace/state.hpp"
@@ -24,6 +23,7 @@
 #include "common/log.hpp"
 #include "common/native.hpp"
 #include "config/config.hpp"
+#include "ir/dnn.hpp"
 
 namespace sol::capture::trace {
 namespace {

@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "capture/blas/blas.hpp"
-#include "capture/ir/node.hpp"
 #include "capture/trace/graph_memory.hpp"
 #include "capture/trace/trace_file.hpp"
+#include "ir/node.hpp"
 
 namespace sol::config {
 struct Config;

@@ -16,7 +16,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "capture/ir/setup.hpp"
 #include "capture/trace/state.hpp"
 #include "capture/trace/symbolize.hpp"
 #include "common/fs_safety.hpp"
@@ -24,6 +23,7 @@
 #include "common/log.hpp"
 #include "hal/one_time.hpp"
 #include "hal/transfers.hpp"
+#include "ir/setup.hpp"
 
 namespace sol::capture::trace {
 namespace {
@@ -450,7 +450,7 @@ std::string edge_label(const Signature& to, const Dataflow::Edge& e) {
   return label + human_bytes(e.bytes / (e.calls ? e.calls : 1));
 }
 
-// Nodes are the signatures that compute. Set-up calls (capture/ir/setup.hpp: descriptors, memory
+// Nodes are the signatures that compute. Set-up calls (ir/setup.hpp: descriptors, memory
 // objects, engines) have no operands and so no edges; as in `sol report` they are left out, and
 // the graph's label says how many (`sol report --setup` lists them).
 std::string graph(State& s, const Merged& m, const std::vector<uint32_t>& sig_order) {
@@ -523,7 +523,7 @@ std::string stack_frames(const Merged& m, Frames& frames) {
   return out + "\n}\n}\n";
 }
 
-// The longest computing signatures, as `sol report` shows them first: set-up calls (capture/ir/
+// The longest computing signatures, as `sol report` shows them first: set-up calls (ir/
 // setup.hpp) are counted in a line of their own. Columns are as wide as what they hold; a long
 // shape wraps under its column.
 void stderr_table(State& s, const Merged& m, const std::vector<uint32_t>& sig_order) {

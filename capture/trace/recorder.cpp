@@ -17,7 +17,6 @@
 #include "capture/alloc/observers.hpp"
 #include "capture/blas/blas.hpp"
 #include "capture/dnn/operands.hpp"
-#include "capture/ir/dnn.hpp"
 #include "capture/trace/shape.hpp"
 #include "capture/trace/state.hpp"
 #include "capture/trace/text.hpp"
@@ -28,6 +27,7 @@
 #include "config/config.hpp"
 #include "hal/one_time.hpp"
 #include "hal/transfers.hpp"
+#include "ir/dnn.hpp"
 
 namespace sol::capture::trace {
 namespace {

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "capture/blas/blas.hpp"
-#include "capture/ir/dnn.hpp"
-#include "capture/ir/node.hpp"
 #include "capture/trace/text.hpp"
+#include "ir/dnn.hpp"
+#include "ir/node.hpp"
 
 namespace sol::capture::trace {
 

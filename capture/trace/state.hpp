@@ -14,8 +14,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/clock.hpp"
-#include "capture/ir/node.hpp"
 #include "capture/trace/dataflow.hpp"
 #include "capture/trace/graph_writer.hpp"
 #include "capture/trace/hash_slots.hpp"
@@ -23,6 +21,8 @@
 #include "capture/trace/span_clock.hpp"
 #include "capture/trace/stacks.hpp"
 #include "capture/trace/trace_file.hpp"
+#include "common/clock.hpp"
+#include "ir/node.hpp"
 
 namespace sol::capture::dnn {
 struct Tensor;

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 
 namespace sol::config {
 struct Config;

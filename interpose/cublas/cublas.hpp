@@ -13,8 +13,8 @@
 #include <cstdint>
 
 #include "capture/capture.hpp"
-#include "capture/ir/node.hpp"
 #include "interpose/cublas/abi.hpp"
+#include "ir/node.hpp"
 
 namespace sol::interpose::cublas {
 

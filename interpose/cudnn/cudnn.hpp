@@ -1,6 +1,6 @@
 // The cuDNN frontend: cuDNN 9 as PyTorch 2.x calls it. The backend (graph) API's descriptors are
 // kept as the program sets them; an operation graph is described when it is finalized, as the
-// framework-neutral DNN nodes of capture/ir/dnn.hpp (the vocabulary the oneDNN frontend uses);
+// framework-neutral DNN nodes of ir/dnn.hpp (the vocabulary the oneDNN frontend uses);
 // each cudnnBackendExecute of a plan built on it is traced as that node, and timed on the device
 // with CUDA events. Legacy compute entry points are described from cuDNN's own getters.
 //
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "capture/capture.hpp"
-#include "capture/ir/dnn.hpp"
-#include "capture/ir/node.hpp"
+#include "ir/dnn.hpp"
+#include "ir/node.hpp"
 
 namespace sol::interpose::cudnn {
 

@@ -1,8 +1,9 @@
-// A finalized cuDNN operation graph as framework-neutral DNN nodes (capture/ir/dnn.hpp), with the
+// A finalized cuDNN operation graph as framework-neutral DNN nodes (ir/dnn.hpp), with the
 // shape text in the oneDNN frontend's notation (interpose/dnnl/describe.cpp), so that a CPU run
 // (oneDNN) and a GPU run (cuDNN) of the same network name their primitives alike:
 //
-//     prop=forward_training mb8_ic4oc6_ih16oh8kh3sh2dh0ph1_iw16ow8kw3sw2dw0pw1 src=f32:abcd wei=f32:abcd dst=f32:acdb
+//     prop=forward_training mb8_ic4oc6_ih16oh8kh3sh2dh0ph1_iw16ow8kw3sw2dw0pw1 src=f32:abcd wei=f32:abcd
+//     dst=f32:acdb
 //
 // What changes between cuDNN's terms and SOL's:
 // - operation kinds: convolution forward / backward data / backward filter are one convolution

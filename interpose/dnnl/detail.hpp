@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "interpose/dnnl/dnnl.hpp"
-#include "capture/ir/dnn.hpp"
+#include "ir/dnn.hpp"
 
 namespace sol::interpose::dnnl::detail {
 

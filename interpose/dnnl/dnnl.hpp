@@ -1,5 +1,5 @@
 // The oneDNN frontend: what each primitive computes, learnt once when it is created and looked up
-// at every dnnl_primitive_execute, as a framework-neutral DNN node (capture/ir/dnn.hpp) plus the
+// at every dnnl_primitive_execute, as a framework-neutral DNN node (ir/dnn.hpp) plus the
 // text the trace shows (kind, problem in benchdnn's notation, work).
 //
 // oneDNN's own entry points are used to query descriptors. They are taken from the library that
@@ -12,8 +12,8 @@
 #include <string>
 
 #include "capture/capture.hpp"
-#include "capture/ir/dnn.hpp"
-#include "capture/ir/node.hpp"
+#include "ir/dnn.hpp"
+#include "ir/node.hpp"
 
 namespace sol::interpose::dnnl {
 

@@ -1,4 +1,4 @@
-// A oneDNN 2.x primitive descriptor as a framework-neutral DNN node (capture/ir/dnn.hpp).
+// A oneDNN 2.x primitive descriptor as a framework-neutral DNN node (ir/dnn.hpp).
 //
 // The op descriptor says what the program asked for (geometry, flags, algorithm); the layouts are
 // the primitive descriptor's own (dnnl_query_exec_arg_md), since the op descriptor may say "any".

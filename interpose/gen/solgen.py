@@ -50,7 +50,7 @@ ELEM = {
 }
 CONCRETE = {"f": "float", "d": "double"}
 CHAR_ENUMS = {"trans": "CBLAS_TRANSPOSE", "uplo": "CBLAS_UPLO", "side": "CBLAS_SIDE", "diag": "CBLAS_DIAG"}
-# The fields of sol::capture::BlasArgs (capture/ir/node.hpp) that a spec argument may fill.
+# The fields of sol::capture::BlasArgs (ir/node.hpp) that a spec argument may fill.
 BLAS_FIELDS = {
     "char": ["transa", "transb", "uplo", "side", "diag"],
     "int": ["m", "n", "k", "kl", "ku", "lda", "ldb", "ldc", "incx", "incy"],
@@ -253,7 +253,7 @@ def is_float_param(decl):
     return "*" not in decl and re.search(r"\b(float|double)\b", decl) is not None
 
 
-# What a GEMM's shape class (hal/profile.hpp) depends on, all passed in registers: its memo's key.
+# What a GEMM's shape class (auto/profile.hpp) depends on, all passed in registers: its memo's key.
 MEMO_ARGS = ("m", "n", "k", "transa", "transb", "layout")
 
 
@@ -596,7 +596,7 @@ class CublasFn:
             raise SystemExit("cublas spec: %s: op %s is none of gemm, gemv, cublas_api" % (self.name, self.op))
 
 
-# How a GEMM's or GEMV's parameters fill the node: BlasArgs (capture/ir/node.hpp) for what
+# How a GEMM's or GEMV's parameters fill the node: BlasArgs (ir/node.hpp) for what
 # BLAS has too, DeviceBlas for the rest. Every parameter must be named here, so that a new
 # entry point cannot lose an argument silently.
 CUBLAS_FILL = {

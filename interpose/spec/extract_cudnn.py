@@ -15,7 +15,7 @@ import os
 import re
 import sys
 
-# name -> IR op (capture/ir/ops.def)
+# name -> IR op (ir/ops.def)
 BACKEND = ["cudnnBackendCreateDescriptor", "cudnnBackendDestroyDescriptor", "cudnnBackendInitialize",
            "cudnnBackendFinalize", "cudnnBackendSetAttribute", "cudnnBackendGetAttribute",
            "cudnnBackendExecute", "cudnnBackendPopulateCudaGraph", "cudnnBackendUpdateCudaGraph"]
@@ -94,7 +94,7 @@ def main():
                 found[name] = sig
     print("# cuDNN 9 entry points, one per [[fn]]; written by extract_cudnn.py from the cudnn_*_v9.h headers,")
     print("# then reviewed. sig is the C declaration as the header has it (arrays as pointers); op is the")
-    print("# IR operation kind (capture/ir/ops.def): cudnn_execute for cudnnBackendExecute, cudnn_legacy")
+    print("# IR operation kind (ir/ops.def): cudnn_execute for cudnnBackendExecute, cudnn_legacy")
     print("# for the legacy compute entry points, cudnn_api for bookkeeping. The generated wrappers")
     print("# include <cudnn.h>, so the compiler checks every sig. keep: the parameters the wrapper records")
     print("# (at most 16, in this order) where the function has more; without it, all of them.")

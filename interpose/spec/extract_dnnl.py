@@ -40,7 +40,7 @@ def main():
         decls = list(declarations(f.read()))
     print("# oneDNN C API entry points, one per [[fn]]; written by extract_dnnl.py from")
     print("# %s, then reviewed. sig is the C declaration exactly as the header has it;" % header)
-    print("# op is the IR operation kind (capture/ir/ops.def): dnnl_api for bookkeeping calls; dtype the")
+    print("# op is the IR operation kind (ir/ops.def): dnnl_api for bookkeeping calls; dtype the")
     print("# element type of a compute entry point.")
     print("# The generated wrappers include the header, so the compiler checks every sig.")
     for d in decls:

@@ -2,11 +2,11 @@
 below-par native warning, and that measuring never touches the caller's memory.
 
 Every verdict here holds on any machine at any load. Where a test steers a decision, it makes one
-candidate fifty times slower (SOL_TEST_SLOW, capture/exec/measure.hpp), a difference no load makes,
+candidate fifty times slower (SOL_TEST_SLOW, auto/measure.hpp), a difference no load makes,
 or writes the profile's rows itself, and it asserts the decision, never a time or a figure: which
 candidate a class goes to, what is tried against what, and that results are bit for bit those of
 the chosen library run directly. The rules themselves, with their thresholds, are unit-tested with
-exact inputs (tests/unit/measure: the race on a clock the test moves, the trial call by call, the
+exact inputs (tests/unit/auto: the race on a clock the test moves, the trial call by call, the
 rules around them). Programs that must see a trial end call for three to six seconds of their own
 clock, several times the half second a trial takes; a device's start is waited for, not timed."""
 import glob
@@ -329,7 +329,7 @@ def test_each_call_goes_where_its_own_class_was_measured_to_go_call_after_call(c
         return (ta != tb) ^ (m >= 96) ^ (api == "C")
 
     def row_to_reference(key, cls):
-        layout = int(key, 16) >> 12 & 3  # none (Fortran), column-major, row-major (hal/profile.cpp)
+        layout = int(key, 16) >> 12 & 3  # none (Fortran), column-major, row-major (auto/profile.cpp)
         ta, tb = re.search(r"transa=(\w) transb=(\w)", cls).groups()
         m = int(re.search(r" m=(\d+)", cls).group(1))
         return to_reference("FCR"[layout], ta, tb, m)
@@ -936,7 +936,7 @@ def test_a_trials_incumbent_is_judged_by_its_calls_in_use_not_its_race(cache):
 def test_with_native_left_out_a_slow_candidate_loses_its_trial_against_the_choice(cache):
     """With native left out, the program's call that begins the trial is the incumbent's (the
     OpenBLAS instance's), the first of its first turn. A candidate fifty times slower loses there,
-    in the first of the incumbent's turns (the unit tests of capture/exec/trial.hpp check that only
+    in the first of the incumbent's turns (the unit tests of auto/trial.hpp check that only
     its calls begun once the instance's workers are quiet may end it)."""
     r = auto(cache, "repeated_gemm", 256, 3, OPENBLAS_CORETYPE="Prescott", SOL_TEST_SLOW="onednn")
     assert r.returncode == 0, r.stderr

@@ -158,7 +158,7 @@ def problems(files):
 def test_the_pages_checked_include_the_front_page_docs_and_folder_readmes():
     names = {str(p.relative_to(SOURCE)) for p in pages()}
     for name in ("README.md", "docs/trace-format.md", "docs/configuration.md", "backends/README.md",
-                 "capture/ir/README.md", "tests/README.md", "bench/README.md", "docs/guide.md",
+                 "ir/README.md", "tests/README.md", "bench/README.md", "docs/guide.md",
                  "docs/design.md", "docs/commands/README.md"):
         assert name in names, sorted(names)
 

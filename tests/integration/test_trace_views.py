@@ -1,5 +1,5 @@
 """Every view of a traced PyTorch run agrees: the exit table on stderr, sol report, sol diff, the
-flame graph and the Perfetto trace leave out the same set-up calls (capture/ir/setup.hpp), with
+flame graph and the Perfetto trace leave out the same set-up calls (ir/setup.hpp), with
 the same flag to show them; site rows name their op; the exit table's columns stay aligned; a call
 that did one-time work says so, and sol diff sets it apart; and every command that writes a file
 says which."""

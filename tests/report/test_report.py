@@ -231,7 +231,7 @@ def test_setup_calls_are_hidden_unless_asked(tmp_path):
 
 def test_every_apis_setup_calls_follow_one_rule(tmp_path):
     """cuBLAS's and cuDNN's handle and descriptor calls are set-up calls as oneDNN's are
-    (capture/ir/setup.hpp): hidden alike, counted in one note."""
+    (ir/setup.hpp): hidden alike, counted in one note."""
     doc = json.loads((SURVEY / "sol-4300.summary.json").read_text())
     for symbol, op in (("cublasCreate_v2", "cublas_api"), ("cudnnCreate", "cudnn_api"), ("dnnl_engine_create", "dnnl_api")):
         doc["ops"].append({"api": "x", "symbol": symbol, "op": op, "dtype": "none", "shape": "", "backend": "native",

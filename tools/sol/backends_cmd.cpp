@@ -10,10 +10,10 @@
 
 #include "capture/blas/call.hpp"
 #include "capture/blas/libraries.hpp"
-#include "capture/ir/dnn.hpp"
 #include "common/human.hpp"
 #include "config/config.hpp"
 #include "hal/registry.hpp"
+#include "ir/dnn.hpp"
 #include "tools/sol/commands.hpp"
 #include "tools/sol/native_blas.hpp"
 

@@ -41,7 +41,7 @@ struct ReportOptions : TableOptions {
   std::string by = "op";   // op, site or api
   std::string flamegraph;  // the SVG file to write; "": none
   std::string perfetto;    // the Perfetto trace to write; "": none
-  bool setup = false;  // show set-up calls (capture/ir/setup.hpp; hidden by default: they compute nothing)
+  bool setup = false;      // show set-up calls (ir/setup.hpp; hidden by default: they compute nothing)
   bool with_measuring = false;  // count auto's measuring in the op times (apart by default)
 };
 

@@ -4,7 +4,7 @@
 // and the call sites found in only one of them, and for those in both the change in calls and
 // time. Sections: only in A and only in B sorted by their time, longest first; common ones by
 // |time delta|, largest first. --top N keeps N rows per section (default: 20 in text, all in
-// json and csv). Set-up calls (capture/ir/setup.hpp) are left out unless --setup, as in sol report.
+// json and csv). Set-up calls (ir/setup.hpp) are left out unless --setup, as in sol report.
 //
 // Time is steady-state time unless --rank total: the calls that did one-time work (as the trace
 // noted it: a kernel compiled or loaded from the cache, a backend started, auto measuring the

@@ -71,7 +71,7 @@ std::string example_config() {
   return "config/sol.example.toml";
 }
 
-// The one flag of every view of a trace that shows set-up calls (capture/ir/setup.hpp).
+// The one flag of every view of a trace that shows set-up calls (ir/setup.hpp).
 constexpr const char* kMeasuringHelp =
     "count the time auto spent measuring inside calls in their op times (by default it is apart, on a line "
     "of its "

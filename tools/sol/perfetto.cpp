@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "capture/ir/setup.hpp"
+#include "ir/setup.hpp"
 
 namespace sol::tools {
 namespace {

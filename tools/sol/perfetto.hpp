@@ -16,7 +16,7 @@ namespace sol::tools {
 // to `path`: a track per process and thread, named as in the trace; each call a slice with its
 // arguments (op, dtype, shape, backend, ...) as debug annotations and its stack, outermost frame
 // first, Python frames with their file and line; instants (the lazy executor's node completions)
-// as instant events; set-up calls (capture/ir/setup.hpp) only with `setup`, as in the report's
+// as instant events; set-up calls (ir/setup.hpp) only with `setup`, as in the report's
 // tables. Times are the trace's (microseconds from the process's start) in nanoseconds. Returns
 // false with `error` set when no process has a usable trace or the file cannot be written; a
 // process whose trace is missing or damaged is a warning in `warnings`.

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "capture/blas/blas.hpp"
-#include "capture/ir/dnn.hpp"
-#include "capture/ir/node.hpp"
+#include "ir/dnn.hpp"
+#include "ir/node.hpp"
 
 namespace sol::tools::replay {
 

@@ -14,9 +14,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "capture/ir/node.hpp"
 #include "config/config.hpp"
 #include "hal/registry.hpp"
+#include "ir/node.hpp"
 #include "tools/sol/replay_graph.hpp"
 
 namespace sol::tools::replay {

@@ -3,7 +3,7 @@
 //
 // Reads a trace directory (every process and rank in it) or one summary file and prints where
 // the traced time went. Rows are sorted by total time, longest first; --top N keeps the first N
-// (default: 20 in text, all in json and csv). Set-up calls (capture/ir/setup.hpp) are left out of
+// (default: 20 in text, all in json and csv). Set-up calls (ir/setup.hpp) are left out of
 // the rows, the flame graph and the Perfetto trace, with a note saying how many, unless --setup; the
 // input totals count them.
 //

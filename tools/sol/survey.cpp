@@ -14,8 +14,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "capture/ir/setup.hpp"
 #include "common/human.hpp"
+#include "ir/setup.hpp"
 
 namespace sol::tools {
 namespace {

@@ -136,7 +136,7 @@ bool library_python_frame(const PythonFrame& p);
 // when the frame does not say.
 std::string frame_location(const std::string& frame);
 
-// Leaves out the set-up calls (capture/ir/setup.hpp: bookkeeping that computes nothing): their op
+// Leaves out the set-up calls (ir/setup.hpp: bookkeeping that computes nothing): their op
 // signatures, and the call sites and stacks of the symbols that make nothing else. The process
 // totals still count them. Returns how many calls went.
 uint64_t drop_setup(Survey& s);

@@ -1,5 +1,5 @@
 // sol tune: measure ahead of time what auto would measure at a program's first calls, and show
-// the profile those measurements live in (hal/profile.hpp).
+// the profile those measurements live in (auto/profile.hpp).
 #include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,14 +11,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "auto/profile.hpp"
 #include "config/config.hpp"
-#include "hal/profile.hpp"
 #include "tools/sol/commands.hpp"
 #include "tools/sol/output.hpp"
 #include "tools/sol/survey.hpp"
@@ -26,7 +25,7 @@
 namespace sol::tools {
 namespace {
 
-namespace profile = hal::profile;
+namespace profile = autosel::profile;
 
 std::string find_driver() {
   const std::string lib = find_libsol();
@@ -141,9 +140,9 @@ int show(const config::Config& cfg, Format format, bool measured = false) {
   if (!have) {
     std::printf("No profile for this machine and configuration yet (%s: %s).\n", prof.path().c_str(), why.c_str());
     std::printf("`sol tune` measures a standard set of shapes; any program under libsol with auto adds the ones it calls.\n");
-    if (const int others = other_profiles(profile::profile_dir(cfg), prof.path()))
+    if (const int others = other_profiles(config::cache_dir(cfg), prof.path()))
       std::printf("%d profile(s) of other machines, library builds or environments are in %s.\n", others,
-                  profile::profile_dir(cfg).c_str());
+                  config::cache_dir(cfg).c_str());
     return 0;
   }
   std::printf(
@@ -193,9 +192,9 @@ int show(const config::Config& cfg, Format format, bool measured = false) {
       "figures: calm (a race nothing known disturbed), trial (the calls of a trial in use), tuned (sol tune, "
       "which programs never replace), provisional (a race while the process started or beside a busy pool: "
       "measured again once calm)");
-  if (const int others = other_profiles(profile::profile_dir(cfg), prof.path()))
-    std::printf("\n%d more profile(s) in %s belong to other machines, library builds or environments.\n", others,
-                profile::profile_dir(cfg).c_str());
+  if (const int others = other_profiles(config::cache_dir(cfg), prof.path()))
+    std::printf("\n%d more profile(s) in %s belong to other machines, library builds or environments.\n",
+                others, config::cache_dir(cfg).c_str());
   return 0;
 }
 

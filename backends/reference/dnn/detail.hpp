@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "capture/dnn/validate.hpp"
-#include "capture/ir/dnn.hpp"
 #include "hal/backend.hpp"
+#include "ir/dnn.hpp"
 
 namespace sol::backends::reference::dnn {
 

@@ -1,4 +1,4 @@
-// The reference backend's DNN nodes (capture/ir/dnn.hpp): every kind computed with plain loops
+// The reference backend's DNN nodes (ir/dnn.hpp): every kind computed with plain loops
 // over logical indices, as oneDNN 2.6 defines it. It is the oracle the DNN conformance suite
 // (tests/unit/dnn) checks against native oneDNN, and the oracle other backends are compared with.
 //
@@ -13,8 +13,8 @@
 // (backends/common/dnn_workspace.hpp).
 #pragma once
 
-#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
+#include "ir/node.hpp"
 
 namespace sol::backends::reference::dnn {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 #include "netlib.hpp"
 
 namespace sol::test {

@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "capture/ir/dnn.hpp"
 #include "config/config.hpp"
 #include "hal/registry.hpp"
 #include "harness.hpp"
 #include "interpose/dnnl/dnnl.hpp"
+#include "ir/dnn.hpp"
 #include "onednn.hpp"
 
 namespace sol::test {

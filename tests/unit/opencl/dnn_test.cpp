@@ -6,7 +6,7 @@
 //
 // Each case is a real oneDNN primitive described by the oneDNN frontend; buffers have NaN guard
 // zones on both sides, and outputs start as NaN so an element the backend does not write shows.
-#include "capture/ir/dnn.hpp"
+#include "ir/dnn.hpp"
 
 #include <gtest/gtest.h>
 #include <oneapi/dnnl/dnnl.h>

@@ -3,7 +3,7 @@
 
 #include <functional>
 
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 
 namespace sol::test {
 namespace {

@@ -10,8 +10,8 @@
 
 #include <string>
 
-#include "capture/ir/node.hpp"
 #include "hal/backend.hpp"
+#include "ir/node.hpp"
 #include "reference_blas.hpp"
 
 namespace sol::config {

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <random>
 
-#include "capture/ir/node.hpp"
 #include "interpose/dnnl/dnnl.hpp"
+#include "ir/node.hpp"
 
 namespace sol::test {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "capture/ir/dnn.hpp"
 #include "hal/backend.hpp"
+#include "ir/dnn.hpp"
 
 namespace sol::test {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "capture/ir/node.hpp"
+#include "ir/node.hpp"
 
 namespace sol::test {
 
