@@ -684,27 +684,15 @@ int64_t device_track(State& s, uint32_t track, const char* name, Text& e) noexce
   return tid;
 }
 
-void Span::finish(const Node& node, const char* backend) noexcept {
-  // Cleared here too: a call nested in this one (a CUDA library calling another through its
-  // exported symbols) may have recorded itself since.
-  t_last.valid = false;
-  if (!on_) return;
-  State* s = g_state.load(std::memory_order_acquire);
-  ThreadState* t = thread_;  // a fork in between would have run after_fork_child: not here
-  if (!s) return;
-  const uint64_t t1 = s->clock.now(t->clock);
-  if (s->finished.load(std::memory_order_relaxed)) return;
-  const uint64_t dur = t1 > t0_ ? t1 - t0_ : 0;  // across a new anchor: a few ns either way
+namespace {
 
-  // What the call computed, and the signature it belongs to. The hash covers everything the
-  // signature depends on, so a cache hit needs no text at all.
+// What a call computed (its problem, flops, bytes and operands) and the hash of its signature,
+// which covers everything the signature depends on, so that a cache hit needs no text at all.
+uint64_t describe(const Node& node, const char* backend, bool is_blas, Operands& ops, Problem& p,
+                  double& flops, double& bytes) noexcept {
   uint64_t h =
       mix(mix(1469598103934665603ull, static_cast<uint64_t>(node.sym)), reinterpret_cast<uintptr_t>(backend));
-  Problem p{op_name(node.op), dtype_name(node.dtype), "", 0};
-  double flops = 0, bytes = 0;
-  Operands& ops = t->ops;
   ops.count = 0;
-  const bool is_blas = op_family(node.op)[0] == 'b';
   if (node.dnn) {
     const dnn::Desc& d = *node.dnn->desc;
     p = {op_name(d.kind), dtype_name(d.dtype), d.shape.c_str(), d.shape.size()};
@@ -736,7 +724,29 @@ void Span::finish(const Node& node, const char* backend) noexcept {
     flops = cost.flops;
     bytes = cost.bytes;
   }
-  h |= 1;
+  return h | 1;
+}
+
+}  // namespace
+
+void Span::finish(const Node& node, const char* backend) noexcept {
+  // Cleared here too: a call nested in this one (a CUDA library calling another through its
+  // exported symbols) may have recorded itself since.
+  t_last.valid = false;
+  if (!on_) return;
+  State* s = g_state.load(std::memory_order_acquire);
+  ThreadState* t = thread_;  // a fork in between would have run after_fork_child: not here
+  if (!s) return;
+  const uint64_t t1 = s->clock.now(t->clock);
+  if (s->finished.load(std::memory_order_relaxed)) return;
+  const uint64_t dur = t1 > t0_ ? t1 - t0_ : 0;  // across a new anchor: a few ns either way
+
+  // What the call computed, and the signature it belongs to.
+  Problem p{op_name(node.op), dtype_name(node.dtype), "", 0};
+  double flops = 0, bytes = 0;
+  Operands& ops = t->ops;
+  const bool is_blas = op_family(node.op)[0] == 'b';
+  const uint64_t h = describe(node, backend, is_blas, ops, p, flops, bytes);
 
   uint32_t sig_id;
   const Signature* sig;

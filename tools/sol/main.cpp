@@ -224,30 +224,14 @@ std::string failure_message(const CLI::App* app, const CLI::Error& e) {
   return message + "\n";
 }
 
-}  // namespace
+// Adds a command: its name, its line in sol --help, and the work that runs it once the line parsed.
+using AddCommand = std::function<CLI::App*(const char* name, const char* about, std::function<int()> work)>;
 
-int main(int argc, char** argv) {
-  CLI::App app("Runs programs under libsol; shows its configuration, its backends and what traces recorded.",
-               "sol");
-  // Subcommands inherit these when they are added.
-  app.formatter(std::make_shared<Help>());
-  app.failure_message(failure_message);
-  app.set_help_flag("-h,--help", "print this help and exit");
-  app.set_version_flag("--version", "sol " SOL_VERSION, "print the version and exit");
-  app.require_subcommand(1);
-
-  int status = 0;
-  // Adds a command; once the line has parsed, `work` runs it and main returns its exit status.
-  const auto command = [&](const char* name, const char* about, std::function<int()> work) {
-    CLI::App* cmd = app.add_subcommand(name, about)->group("Commands");
-    cmd->callback([&status, work] { status = work(); });
-    return cmd;
-  };
-
-  RunOptions run;
+// sol run CMD...: the program under libsol, with the options as SOL_* variables.
+void add_run(const AddCommand& command, RunOptions& run) {
   CLI::App* run_cmd =
       command("run", "run CMD with libsol preloaded and these options set; exit with its status",
-              [&] { return cmd_run(run); });
+              [&run] { return cmd_run(run); });
   run_cmd
       ->add_option("--backend", run.backend,
                    sol::config::backend_names_text() + ", or a comma list of them (SOL_BACKEND)")
@@ -275,16 +259,20 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   run_cmd->positionals_at_end();
+}
 
-  ConfigOptions config;
+// sol config [--keys]
+void add_config(const AddCommand& command, ConfigOptions& config) {
   CLI::App* config_cmd = command("config", "the effective configuration, each value with where it came from",
-                                 [&] { return cmd_config(config); });
+                                 [&config] { return cmd_config(config); });
   config_cmd->add_flag("--keys", config.keys,
                        "list every key: TOML name, environment variable, type, default");
+}
 
-  ReportOptions report;
+// sol report PATH [options]
+void add_report(const AddCommand& command, ReportOptions& report) {
   CLI::App* report_cmd = command("report", "where the traced time went: per op signature, call site or API",
-                                 [&] { return cmd_report(report); });
+                                 [&report] { return cmd_report(report); });
   report_cmd->footer(
       "A trace directory's processes and ranks are merged. To compare two traces: sol diff A B.");
   report_cmd->add_option("PATH", report.path, "a trace directory or a summary file")->required();
@@ -302,11 +290,13 @@ int main(int argc, char** argv) {
                    "also write the calls, with their stacks, as a Perfetto trace (protobuf) to OUT")
       ->check(kNotEmpty)
       ->type_name("OUT.pftrace");
+}
 
-  DiffOptions diff;
+// sol diff A B [options]
+void add_diff(const AddCommand& command, DiffOptions& diff) {
   CLI::App* diff_cmd =
       command("diff", "what two surveys do differently: ops and call sites only in one, deltas of the rest",
-              [&] { return cmd_diff(diff); });
+              [&diff] { return cmd_diff(diff); });
   diff_cmd->add_option("A", diff.a, "a trace directory or a summary file")->required();
   diff_cmd->add_option("B", diff.b, "the same, to compare with A")->required();
   diff_cmd->add_flag("--across-apis", diff.across_apis,
@@ -318,20 +308,25 @@ int main(int argc, char** argv) {
       "rank and show steady-state time, with the calls that did one-time work (a kernel compile, a backend "
       "start, auto's measuring) apart (the default), or total time");
   add_table_options(diff_cmd, diff);
+}
 
-  BackendsOptions backends;
+// sol backends [--load LIB]
+void add_backends(const AddCommand& command, BackendsOptions& backends) {
   CLI::App* backends_cmd =
       command("backends", "each backend: available or why not, what runs the work, which routines it takes",
-              [&] { return cmd_backends(backends); });
+              [&backends] { return cmd_backends(backends); });
   backends_cmd
       ->add_option("--load", backends.load,
                    "also load LIB (a library in a wheel, say) and list the BLAS names it defines; repeatable")
       ->check(kNotEmpty)
       ->type_name("LIB");
+}
 
-  TuneOptions tune;
-  CLI::App* tune_cmd = command("tune", "measure ahead of time what auto measures at a program's first calls; show the profile",
-                               [&] { return cmd_tune(tune); });
+// sol tune [options]
+void add_tune(const AddCommand& command, TuneOptions& tune) {
+  CLI::App* tune_cmd =
+      command("tune", "measure ahead of time what auto measures at a program's first calls; show the profile",
+              [&tune] { return cmd_tune(tune); });
   tune_cmd->footer(
       "Runs a standard set of BLAS calls (GEMM and GEMV, f32 and f64, the transposes frameworks use) under\n"
       "libsol with auto measuring, cheapest first, then prints the profile. Measurements already in the\n"
@@ -352,10 +347,13 @@ int main(int argc, char** argv) {
       ->type_name("LIB");
   add_choice(tune_cmd, "--format", tune.format, {{"text", Format::text}, {"json", Format::json}},
              "text for people (the default) or json");
+}
 
-  ReplayOptions replay;
-  CLI::App* replay_cmd = command("replay", "run a traced run's primitive graph again on SOL's backends, without the program",
-                                 [&] { return cmd_replay(replay); });
+// sol replay RUN [options]
+void add_replay(const AddCommand& command, ReplayOptions& replay) {
+  CLI::App* replay_cmd =
+      command("replay", "run a traced run's primitive graph again on SOL's backends, without the program",
+              [&replay] { return cmd_replay(replay); });
   replay_cmd->footer("Native is the program's own libraries, opened here; each backend of LIST runs after it. docs/replay.md.");
   replay_cmd->add_option("RUN", replay.run, "a trace directory, one of its runs, or a graph file")->required();
   replay_cmd->add_option("--backend", replay.backend, "backends to replay on after native: a comma list")
@@ -369,6 +367,43 @@ int main(int argc, char** argv) {
              "device backends defer nodes and keep data resident (1, the default) or run each at once (0)");
   add_choice(replay_cmd, "--format", replay.format, {{"text", Format::text}, {"json", Format::json}},
              "text for people (the default) or json");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("Runs programs under libsol; shows its configuration, its backends and what traces recorded.",
+               "sol");
+  // Subcommands inherit these when they are added.
+  app.formatter(std::make_shared<Help>());
+  app.failure_message(failure_message);
+  app.set_help_flag("-h,--help", "print this help and exit");
+  app.set_version_flag("--version", "sol " SOL_VERSION, "print the version and exit");
+  app.require_subcommand(1);
+
+  int status = 0;
+  // Adds a command; once the line has parsed, `work` runs it and main returns its exit status.
+  const AddCommand command = [&](const char* name, const char* about, std::function<int()> work) {
+    CLI::App* cmd = app.add_subcommand(name, about)->group("Commands");
+    cmd->callback([&status, work] { status = work(); });
+    return cmd;
+  };
+
+  // The options live here, as long as the parse and the command that runs.
+  RunOptions run;
+  ConfigOptions config;
+  ReportOptions report;
+  DiffOptions diff;
+  BackendsOptions backends;
+  TuneOptions tune;
+  ReplayOptions replay;
+  add_run(command, run);
+  add_config(command, config);
+  add_report(command, report);
+  add_diff(command, diff);
+  add_backends(command, backends);
+  add_tune(command, tune);
+  add_replay(command, replay);
 
   // Set last, so that the commands do not inherit it.
   app.footer(
