@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 
 #include "common/macros.hpp"
 
@@ -60,5 +61,19 @@ class Quiet {
 inline bool quiet() noexcept {
   return t_quiet != 0;
 }
+
+// A free observer's lock, held with this thread's frees unobserved: the observer's own maps free
+// as they go, and the observer takes the same lock.
+class QuietLock {
+ public:
+  explicit QuietLock(std::mutex& mu) : mu_(mu) { mu_.lock(); }
+  ~QuietLock() { mu_.unlock(); }
+  QuietLock(const QuietLock&) = delete;
+  QuietLock& operator=(const QuietLock&) = delete;
+
+ private:
+  Quiet quiet_;  // first in, last out
+  std::mutex& mu_;
+};
 
 }  // namespace sol::capture::alloc

@@ -8,17 +8,7 @@
 namespace sol::capture::trace {
 namespace {
 
-// The lock, with this thread's frees unobserved while it is held: the maps free as they go, and
-// the free observer (forget) takes the same lock.
-class Locked {
- public:
-  explicit Locked(std::mutex& mu) : mu_(mu) { mu_.lock(); }
-  ~Locked() { mu_.unlock(); }
-
- private:
-  alloc::Quiet quiet_;  // first in, last out
-  std::mutex& mu_;
-};
+using Locked = alloc::QuietLock;  // the free observer (forget) takes the same lock
 
 }  // namespace
 
